@@ -1,0 +1,54 @@
+// The configuration edge: TOML text or a parsed table in, a validated and resolved ExperimentConfig
+// out, or a ConfigError listing every problem at once as `file:line:col: key.path = value: rule`.
+// Nothing here allocates tensors or touches devices, so a bad config fails in milliseconds.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config/experiment_config.h"
+#include "core/errors.h"
+
+namespace batchlab::config {
+
+struct LoadOptions {
+  std::vector<std::string> overrides;  // "key.path=value" from --set, applied after the file
+  int64_t world_size = 1;              // for the batch divisibility rule
+  // Valid model.arch values (from the models registry) and data.dataset values; empty: unchecked.
+  std::vector<std::string> model_archs;
+  std::vector<std::string> datasets;
+};
+
+// Missing or unreadable file -> InputError naming the path; bad content -> ConfigError.
+ExperimentConfig load_experiment_file(const std::string& path, const LoadOptions& options = {});
+
+// `source_name` is the file name diagnostics show. A TOML syntax error is a ConfigError with the
+// parser's position.
+ExperimentConfig parse_experiment(std::string_view toml_text, const std::string& source_name,
+                                  const LoadOptions& options = {});
+
+// For callers that already hold a table (the sweep engine merges a base file with grid values).
+// Positions come from the nodes' source regions; nodes built in code have none.
+ExperimentConfig parse_experiment(const toml::table& table, const std::string& source_name,
+                                  const LoadOptions& options = {});
+
+// Deterministic TOML of a resolved config: `schema_version = 1` first, then sections and keys in
+// sorted order, unset optionals omitted, numbers normalized. parse(canonical(c)) == c, and
+// canonical(parse(canonical(c))) == canonical(c).
+std::string to_canonical_toml(const ExperimentConfig& config);
+
+// First 16 hex characters of SHA-256 of the canonical TOML: same config, same id, everywhere.
+std::string run_id(const ExperimentConfig& config);
+
+// global = world_size x micro x accumulation for a whole accumulation (micro 0 = global / world),
+// micro <= global, and bn_group dividing the micro-batch. Appends unlocated diagnostics keyed by
+// full path ("batch.global"). Single-key ranges (global > 0, micro >= 0, bn_group >= 0) belong to
+// the field table; when one of them is violated this check has nothing to say and adds nothing.
+void validate_batch_geometry(const BatchConfig& batch, int64_t world_size,
+                             std::vector<Diagnostic>& out);
+
+}  // namespace batchlab::config

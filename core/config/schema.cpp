@@ -1,0 +1,209 @@
+#include "core/config/schema.h"
+
+#include <algorithm>
+
+#include "core/config/field_table.h"
+
+namespace batchlab::config {
+
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names = {"sgd",   "nesterov", "adam",
+                                                 "adamw", "lars",     "lamb"};
+  return names;
+}
+const std::vector<std::string>& scaling_names() {
+  static const std::vector<std::string> names = {"none", "linear", "sqrt"};
+  return names;
+}
+const std::vector<std::string>& decay_names() {
+  static const std::vector<std::string> names = {"constant", "linear", "poly", "cosine", "step"};
+  return names;
+}
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names = {"fp32", "bf16"};
+  return names;
+}
+const std::vector<std::string>& target_metric_names() {
+  static const std::vector<std::string> names = {"test_acc", "test_loss", "train_acc",
+                                                 "train_loss"};
+  return names;
+}
+
+namespace {
+
+// Derived defaults (see experiment_config.h): LAMB's reference implementation uses eps 1e-6 and
+// clips the global gradient norm at 1; the data order follows the run seed unless pinned.
+double default_eps(const ExperimentConfig& c) { return c.optim.name == "lamb" ? 1e-6 : 1e-8; }
+double default_grad_clip(const ExperimentConfig& c) { return c.optim.name == "lamb" ? 1.0 : 0.0; }
+int64_t default_data_seed(const ExperimentConfig& c) { return c.train.seed; }
+
+constexpr InRange kUnitHalfOpen{0.0, true, 1.0, false};  // [0, 1)
+constexpr InRange kUnitClosed{0.0, true, 1.0, true};     // [0, 1]
+
+Table<ModelConfig> model_table() {
+  return {{
+      field("arch", &ModelConfig::arch, NonEmpty{}),
+      field("num_classes", &ModelConfig::num_classes, at_least(0)),
+      field("width", &ModelConfig::width, greater_than(0)),
+      field("zero_init_residual", &ModelConfig::zero_init_residual),
+  }};
+}
+
+Table<DataConfig> data_table() {
+  return {{
+      field("augment", &DataConfig::augment),
+      field("dataset", &DataConfig::dataset, NonEmpty{}),
+      field("eval_train_samples", &DataConfig::eval_train_samples, at_least(0)),
+      field("path", &DataConfig::path),
+      derived_field("seed", &DataConfig::seed, default_data_seed),
+      field("test_size", &DataConfig::test_size, at_least(0)),
+      field("train_size", &DataConfig::train_size, at_least(0)),
+      field("workers", &DataConfig::workers, at_least(0)),
+  }};
+}
+
+Table<BatchConfig> batch_table() {
+  // The rules that relate global, micro and bn_group need the world size: validation.cpp.
+  return {{
+      field("bn_group", &BatchConfig::bn_group, at_least(0)),
+      field("global", &BatchConfig::global, greater_than(0)),
+      field("micro", &BatchConfig::micro, at_least(0)),
+  }};
+}
+
+Table<ParamGroupRule> group_table() {
+  return {{
+      field("adapt", &ParamGroupRule::adapt),
+      field("lr_scale", &ParamGroupRule::lr_scale, greater_than(0)),
+      field("match", &ParamGroupRule::match, NonEmpty{})
+          .required_key("match = \"<glob over parameter names>\" (or \"ndim<2\")"),
+      field("weight_decay", &ParamGroupRule::weight_decay, at_least(0)),
+  }};
+}
+
+Table<OptimConfig> optim_table() {
+  return {{
+      field("always_adapt", &OptimConfig::always_adapt),
+      field("base_batch", &OptimConfig::base_batch, greater_than(0)),
+      field("base_lr", &OptimConfig::base_lr, greater_than(0)),
+      field("betas", &OptimConfig::betas, each(kUnitHalfOpen)),
+      field("bias_correction", &OptimConfig::bias_correction),
+      derived_field("eps", &OptimConfig::eps, default_eps, greater_than(0)),
+      field("exclude", &OptimConfig::exclude, each(NonEmpty{})),
+      derived_field("grad_clip", &OptimConfig::grad_clip, default_grad_clip, at_least(0)),
+      field("grad_averaging", &OptimConfig::grad_averaging),
+      field("groups", &OptimConfig::groups, NoRule{}, table_list(group_table())),
+      field("lr_in_momentum", &OptimConfig::lr_in_momentum),
+      field("momentum", &OptimConfig::momentum, kUnitHalfOpen),
+      field("name", &OptimConfig::name, one_of(optimizer_names())),
+      field("nesterov", &OptimConfig::nesterov),
+      field("scaling", &OptimConfig::scaling, one_of(scaling_names())),
+      field("trust_clip", &OptimConfig::trust_clip),
+      field("trust_coefficient", &OptimConfig::trust_coefficient, greater_than(0)),
+      field("weight_decay", &OptimConfig::weight_decay, at_least(0)),
+  }};
+}
+
+Table<ScheduleConfig> schedule_table() {
+  // Exclusivity (one warmup, one length) and decay/milestone pairing: validation.cpp.
+  return {{
+      field("budget", &ScheduleConfig::budget_s, greater_than(0), DurationCodec{}),
+      field("decay", &ScheduleConfig::decay, one_of(decay_names())),
+      field("end_lr", &ScheduleConfig::end_lr, at_least(0)),
+      field("epochs", &ScheduleConfig::epochs, greater_than(0)),
+      field("gamma", &ScheduleConfig::gamma, in_range(0, false, 1, true)),
+      field("milestones", &ScheduleConfig::milestones,
+            both(each(greater_than(0)), StrictlyIncreasing{})),
+      field("power", &ScheduleConfig::power, greater_than(0)),
+      field("steps", &ScheduleConfig::steps, greater_than(0)),
+      field("warmup_epochs", &ScheduleConfig::warmup_epochs, at_least(0)),
+      field("warmup_fraction", &ScheduleConfig::warmup_fraction, kUnitClosed),
+      field("warmup_start", &ScheduleConfig::warmup_start, kUnitClosed),
+      field("warmup_steps", &ScheduleConfig::warmup_steps, at_least(0)),
+  }};
+}
+
+Table<Target> target_table() {
+  // Accuracy targets must lie in (0, 1]; that depends on the metric: validation.cpp.
+  return {{
+      field("metric", &Target::metric, one_of(target_metric_names()))
+          .required_key("metric = \"test_acc\" (or test_loss, train_acc, train_loss)"),
+      field("value", &Target::value).required_key("value = <target, e.g. 0.9>"),
+  }};
+}
+
+Table<TrainConfig> train_table() {
+  return {{
+      field("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0)),
+      field("device", &TrainConfig::device, DeviceName{}),
+      field("divergence", &TrainConfig::divergence, zero_or_greater_than(1)),
+      field("eval_every", &TrainConfig::eval_every, greater_than(0)),
+      field("layer_stats_every", &TrainConfig::layer_stats_every, at_least(0)),
+      field("log_every", &TrainConfig::log_every, at_least(1)),
+      field("noise_scale", &TrainConfig::noise_scale),
+      field("precision", &TrainConfig::precision, one_of(precision_names())),
+      field("seed", &TrainConfig::seed),
+      field("stop_at_target", &TrainConfig::stop_at_target),
+      field("target", &TrainConfig::targets, NoRule{}, table_list(target_table(), true)),
+      field("threads", &TrainConfig::threads, at_least(0)),
+  }};
+}
+
+// Erases a section's struct type so all sections sit in one list.
+template <class S>
+Section make_section(std::string name, S ExperimentConfig::*member, Table<S> table) {
+  Section s;
+  s.name = name;
+  s.keys = table.keys();
+  s.read = [member, table, name](const toml::table& t, ExperimentConfig& c, ReadContext& ctx) {
+    table.read(t, c.*member, ctx, name);
+  };
+  s.write = [member, table](const ExperimentConfig& c) { return table.write(c.*member); };
+  s.check = [member, table, name](const ExperimentConfig& c, std::vector<Diagnostic>& out) {
+    table.check(c.*member, name, out);
+  };
+  s.derive = [member, table, name](ExperimentConfig& c, const ReadContext& ctx) {
+    table.derive(c.*member, c, ctx, name);
+  };
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Section>& experiment_sections() {
+  static const std::vector<Section> sections = [] {
+    std::vector<Section> all = {
+        make_section("batch", &ExperimentConfig::batch, batch_table()),
+        make_section("data", &ExperimentConfig::data, data_table()),
+        make_section("model", &ExperimentConfig::model, model_table()),
+        make_section("optim", &ExperimentConfig::optim, optim_table()),
+        make_section("schedule", &ExperimentConfig::schedule, schedule_table()),
+        make_section("train", &ExperimentConfig::train, train_table()),
+    };
+    std::sort(all.begin(), all.end(),
+              [](const Section& a, const Section& b) { return a.name < b.name; });
+    return all;
+  }();
+  return sections;
+}
+
+const Section* find_section(std::string_view name) {
+  for (const auto& section : experiment_sections()) {
+    if (section.name == name) return &section;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& known_key_paths() {
+  static const std::vector<std::string> paths = [] {
+    std::vector<std::string> all = {std::string(kSchemaVersionKey)};
+    for (const auto& section : experiment_sections()) {
+      for (const auto& key : section.keys) all.push_back(section.name + "." + key);
+    }
+    std::sort(all.begin(), all.end());
+    return all;
+  }();
+  return paths;
+}
+
+}  // namespace batchlab::config

@@ -1,0 +1,267 @@
+#include "core/config/validation.h"
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include "core/config/canonical.h"
+#include "core/config/codecs.h"
+#include "core/config/duration.h"
+#include "core/config/rules.h"
+#include "core/config/schema.h"
+#include "core/config/suggest.h"
+
+namespace batchlab::config {
+namespace {
+
+Diagnostic diagnostic(std::string key, std::string value, std::string rule) {
+  Diagnostic d;
+  d.key = std::move(key);
+  d.value = std::move(value);
+  d.rule = std::move(rule);
+  return d;
+}
+
+// The divisors of n closest to `near` from below and above, to make the fix concrete.
+std::string nearby_divisors(int64_t n, int64_t near) {
+  if (n > 1'000'000'000'000) return "";  // the search is O(sqrt(n)); no batch is that large
+  int64_t below = 0;
+  int64_t above = 0;
+  for (int64_t i = 1; i <= n / i; ++i) {
+    if (n % i != 0) continue;
+    for (const int64_t d : {i, n / i}) {
+      if (d <= near && d > below) below = d;
+      if (d >= near && (above == 0 || d < above)) above = d;
+    }
+  }
+  if (below > 0 && above > 0 && below != above)
+    return fmt::format(" (e.g. {} or {})", below, above);
+  if (below > 0) return fmt::format(" (e.g. {})", below);
+  if (above > 0) return fmt::format(" (e.g. {})", above);
+  return "";
+}
+
+// True when none of `paths` failed to read, so a rule relating them sees the user's values.
+bool intact(const ReadContext* read, std::initializer_list<std::string> paths) {
+  if (read == nullptr) return true;
+  for (const auto& path : paths) {
+    if (read->failed(path)) return false;
+  }
+  return true;
+}
+
+// Three significant digits ("20.8", "5.33") without switching to exponents for large ratios.
+std::string format_ratio(double ratio) {
+  return ratio >= 100.0 ? fmt::format("{:.1f}", ratio) : fmt::format("{:.3g}", ratio);
+}
+
+// A named optional key for the exclusivity rules.
+struct Choice {
+  std::string path;
+  bool set;
+  std::string value;
+};
+
+template <class T, class C>
+Choice choice(const std::string& path, const std::optional<T>& value, const C& codec) {
+  return {path, value.has_value(), value ? codec.write(*value) : std::string()};
+}
+
+std::vector<std::string> paths_of(const std::vector<Choice>& choices) {
+  std::vector<std::string> out;
+  for (const auto& c : choices) out.push_back(c.path);
+  return out;
+}
+
+// At most one (or, with `exactly_one`, exactly one) of `choices` may be set. One diagnostic, on
+// the second key set, naming the others, so the user knows which lines to compare.
+void check_exclusive(const std::vector<Choice>& choices, bool exactly_one,
+                     const std::string& section, std::vector<Diagnostic>& out) {
+  const std::string names = join_choices(paths_of(choices));
+  std::vector<const Choice*> set;
+  for (const auto& c : choices) {
+    if (c.set) set.push_back(&c);
+  }
+  if (set.empty() && exactly_one) {
+    out.push_back(diagnostic(section, "", "set exactly one of " + names + " (none is set)"));
+  }
+  if (set.size() > 1) {
+    std::vector<std::string> others;
+    for (const auto* c : set) {
+      if (c != set[1]) others.push_back(c->path);
+    }
+    out.push_back(diagnostic(
+        set[1]->path, set[1]->value,
+        std::string(exactly_one ? "set exactly one of " : "set at most one of ") + names +
+            "; also set: " + join_choices(others, " and ") + "; remove all but one"));
+  }
+}
+
+}  // namespace
+
+void validate_batch_geometry(const BatchConfig& batch, int64_t world_size,
+                             std::vector<Diagnostic>& out) {
+  if (world_size < 1) {
+    out.push_back(diagnostic("world_size", format_integer(world_size),
+                             "must be >= 1 (the number of data-parallel devices)"));
+    return;
+  }
+  const int64_t global = batch.global;
+  const int64_t micro = batch.micro;
+  if (global <= 0 || micro < 0 || batch.bn_group < 0) return;  // the field table reports these
+
+  if (micro > global) {
+    out.push_back(diagnostic(
+        "batch.micro", format_integer(micro),
+        fmt::format("must be <= batch.global ({}); pick a micro-batch no larger than the global "
+                    "batch, or 0 for global / world_size",
+                    global)));
+    return;
+  }
+
+  int64_t effective_micro = micro;
+  if (micro == 0) {
+    if (global % world_size != 0) {
+      out.push_back(diagnostic(
+          "batch.global", format_integer(global),
+          fmt::format("not divisible by world_size ({}); with batch.micro = 0 each device takes "
+                      "global / world_size, so pick a global batch that is a multiple of {} or "
+                      "set batch.micro",
+                      world_size, world_size)));
+      return;
+    }
+    effective_micro = global / world_size;
+  } else if (!(global % world_size == 0 && (global / world_size) % micro == 0)) {
+    // Written without world_size * micro, which could overflow for absurd inputs.
+    const std::string ratio =
+        world_size == 1
+            ? fmt::format("{} / {} = {}", global, micro,
+                          format_ratio(double(global) / double(micro)))
+            : fmt::format("{} / ({} x {}) = {}", global, world_size, micro,
+                          format_ratio(double(global) / (double(world_size) * double(micro))));
+    std::string fix;
+    if (global % world_size == 0) {
+      fix = fmt::format("pick a micro that divides {} / {}{}", global, world_size,
+                        nearby_divisors(global / world_size, micro));
+    } else {
+      fix = fmt::format("pick a global batch that is a multiple of world_size x micro ({} x {})",
+                        world_size, micro);
+    }
+    out.push_back(diagnostic(
+        "batch.global", format_integer(global),
+        fmt::format("not world_size ({}) x micro ({}) x accumulation for any whole accumulation "
+                    "({}); {}",
+                    world_size, micro, ratio, fix)));
+    return;
+  }
+
+  if (batch.bn_group > 0 && effective_micro % batch.bn_group != 0) {
+    out.push_back(diagnostic(
+        "batch.bn_group", format_integer(batch.bn_group),
+        fmt::format("does not divide the micro-batch ({}); ghost batch norm needs whole groups, so "
+                    "pick a bn_group that divides {}{} or 0 for the whole micro-batch",
+                    effective_micro, effective_micro,
+                    nearby_divisors(effective_micro, batch.bn_group))));
+  }
+}
+
+void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& out,
+                       const ReadContext* read) {
+  const Codec<double> real;
+  const Codec<int64_t> integer;
+  const DurationCodec duration;
+  const std::string warmup_epochs = "schedule.warmup_epochs";
+  const std::string warmup_steps = "schedule.warmup_steps";
+  const std::string warmup_fraction = "schedule.warmup_fraction";
+  const std::string budget = "schedule.budget";
+
+  if (intact(read, {warmup_epochs, warmup_steps, warmup_fraction})) {
+    check_exclusive({choice(warmup_epochs, schedule.warmup_epochs, real),
+                     choice(warmup_steps, schedule.warmup_steps, integer),
+                     choice(warmup_fraction, schedule.warmup_fraction, real)},
+                    false, "schedule", out);
+  }
+  if (intact(read, {"schedule.epochs", "schedule.steps", budget})) {
+    check_exclusive({choice("schedule.epochs", schedule.epochs, real),
+                     choice("schedule.steps", schedule.steps, integer),
+                     choice(budget, schedule.budget_s, duration)},
+                    true, "schedule", out);
+  }
+
+  // A wall-clock budget has no step count to measure an epoch- or step-based warmup against.
+  if (schedule.budget_s && intact(read, {budget, warmup_epochs, warmup_steps})) {
+    const std::string why =
+        "with schedule.budget only warmup_fraction is allowed (the number of steps is not known "
+        "in advance); use schedule.warmup_fraction instead";
+    if (schedule.warmup_epochs) {
+      out.push_back(diagnostic("schedule.warmup_epochs", real.write(*schedule.warmup_epochs), why));
+    }
+    if (schedule.warmup_steps) {
+      out.push_back(
+          diagnostic("schedule.warmup_steps", integer.write(*schedule.warmup_steps), why));
+    }
+  }
+
+  if (schedule.decay == "step" && schedule.milestones.empty() &&
+      intact(read, {"schedule.decay", "schedule.milestones"})) {
+    out.push_back(diagnostic("schedule.decay", format_string(schedule.decay),
+                             "needs schedule.milestones (the epochs at which the LR is multiplied "
+                             "by gamma); add e.g. milestones = [30, 60, 80]"));
+  }
+}
+
+void validate_targets(const TrainConfig& train, std::vector<Diagnostic>& out,
+                      const ReadContext* read) {
+  for (size_t i = 0; i < train.targets.size(); ++i) {
+    const Target& target = train.targets[i];
+    const std::string entry = fmt::format("train.target[{}]", i);
+    const bool accuracy = target.metric == "test_acc" || target.metric == "train_acc";
+    if (accuracy && !(target.value > 0.0 && target.value <= 1.0) &&
+        intact(read, {entry + ".metric", entry + ".value"})) {
+      out.push_back(diagnostic(entry + ".value", format_float(target.value),
+                               "an accuracy target must be in (0, 1]: a fraction, e.g. 0.9 for "
+                               "90%"));
+    }
+  }
+  if (train.stop_at_target && train.targets.empty() &&
+      intact(read, {"train.stop_at_target", "train.target"})) {
+    out.push_back(diagnostic("train.stop_at_target", "true",
+                             "needs a train.target to stop at; add e.g. target = { metric = "
+                             "\"test_acc\", value = 0.9 } or set stop_at_target = false"));
+  }
+}
+
+void validate_registries(const ExperimentConfig& config, const LoadOptions& options,
+                         std::vector<Diagnostic>& out) {
+  // The registries live in models/ and experiments/, which core/ must not include; the caller
+  // passes their names in.
+  if (!options.model_archs.empty()) {
+    if (auto message = one_of(options.model_archs)(config.model.arch)) {
+      out.push_back(diagnostic("model.arch", format_string(config.model.arch),
+                               "unknown architecture; " + *message));
+    }
+  }
+  if (!options.datasets.empty()) {
+    if (auto message = one_of(options.datasets)(config.data.dataset)) {
+      out.push_back(diagnostic("data.dataset", format_string(config.data.dataset),
+                               "unknown dataset; " + *message));
+    }
+  }
+}
+
+std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
+                                            const LoadOptions& options, const ReadContext* read) {
+  std::vector<Diagnostic> out;
+  for (const auto& section : experiment_sections()) section.check(config, out);
+  if (intact(read, {"batch.global", "batch.micro", "batch.bn_group"})) {
+    validate_batch_geometry(config.batch, options.world_size, out);
+  }
+  validate_schedule(config.schedule, out, read);
+  validate_targets(config.train, out, read);
+  validate_registries(config, options, out);
+  return out;
+}
+
+}  // namespace batchlab::config

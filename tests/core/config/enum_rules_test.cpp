@@ -1,0 +1,66 @@
+// One test per enumerated key: a value outside the set is reported at the value, and the message
+// lists the valid names.
+#include <gtest/gtest.h>
+
+#include "core/config/loader.h"
+#include "tests/core/config/config_test_util.h"
+
+namespace batchlab::config {
+namespace {
+
+using testing::doc;
+using testing::expect_one;
+using testing::parse_ok;
+
+TEST(EnumRules, OptimName) {
+  expect_one(doc("optim", "name = \"lasr\""), "optim.name", 3, 8,
+             "must be one of sgd, nesterov, adam, adamw, lars or lamb; did you mean lars?");
+}
+
+TEST(EnumRules, OptimScaling) {
+  expect_one(doc("optim", "scaling = \"quadratic\""), "optim.scaling", 3, 11,
+             "must be one of none, linear or sqrt");
+}
+
+TEST(EnumRules, ScheduleDecay) {
+  expect_one(doc("schedule", "decay = \"exponential\""), "schedule.decay", 3, 9,
+             "must be one of constant, linear, poly, cosine or step");
+}
+
+TEST(EnumRules, TrainPrecision) {
+  expect_one(doc("train", "precision = \"fp16\""), "train.precision", 3, 13,
+             "must be one of fp32 or bf16");
+}
+
+TEST(EnumRules, TrainDevice) {
+  expect_one(doc("train", "device = \"cuda:x\""), "train.device", 3, 10,
+             "must be cpu, cuda or cuda:N");
+  // The accepted spellings, for contrast.
+  EXPECT_EQ(parse_ok(doc("train", "device = \"cuda:3\"")).train.device, "cuda:3");
+  EXPECT_EQ(parse_ok(doc("train", "device = \"cuda\"")).train.device, "cuda");
+}
+
+TEST(EnumRules, TargetMetric) {
+  expect_one(doc("train", "target = { metric = \"val_acc\", value = 0.9 }"),
+             "train.target[0].metric", 3, 21,
+             "must be one of test_acc, test_loss, train_acc or train_loss");
+}
+
+TEST(EnumRules, ModelArchAgainstRegistry) {
+  LoadOptions options;
+  options.model_archs = {"resnet18", "resnet50", "small_resnet"};
+  expect_one(doc("model", "arch = \"resnet5\""), "model.arch", 3, 8,
+             "must be one of resnet18, resnet50 or small_resnet", options);
+  // Without a registry list any name passes: core/ cannot know the models.
+  EXPECT_EQ(parse_ok(doc("model", "arch = \"resnet5\"")).model.arch, "resnet5");
+}
+
+TEST(EnumRules, DataDatasetAgainstRegistry) {
+  LoadOptions options;
+  options.datasets = {"fashion_mnist", "synthetic"};
+  expect_one(doc("data", "dataset = \"mnist\""), "data.dataset", 3, 11,
+             "must be one of fashion_mnist or synthetic", options);
+}
+
+}  // namespace
+}  // namespace batchlab::config
