@@ -1,0 +1,46 @@
+#include "results/rows.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <chrono>
+#include <ctime>
+
+namespace batchlab::results {
+
+bool is_known_run_status(std::string_view status) {
+  static constexpr std::array<std::string_view, 7> kAll = {
+      run_status::kPlanned,  run_status::kRunning,   run_status::kDone, run_status::kFailed,
+      run_status::kDiverged, run_status::kPreempted, run_status::kOom};
+  for (auto known : kAll) {
+    if (status == known) return true;
+  }
+  return false;
+}
+
+bool is_final_run_status(std::string_view status) {
+  return is_known_run_status(status) && status != run_status::kPlanned &&
+         status != run_status::kRunning;
+}
+
+std::string utc_now() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  const std::time_t seconds = system_clock::to_time_t(now);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900,
+                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
+}
+
+void fill_gaps(EvalRow& row) {
+  if (!row.gap_loss && row.train_loss && row.test_loss) {
+    row.gap_loss = *row.test_loss - *row.train_loss;
+  }
+  if (!row.gap_acc && row.train_acc && row.test_acc) {
+    row.gap_acc = *row.train_acc - *row.test_acc;
+  }
+}
+
+}  // namespace batchlab::results

@@ -1,0 +1,140 @@
+// Typed rows, one struct per table, with every column of the schema's latest version. Nullable
+// columns are std::optional; a NaN/inf value is kept in the double itself (see nonfinite.h), so
+// "not measured" (nullopt) and "diverged" (NaN) stay apart.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace batchlab::results {
+
+// runs.status values (DESIGN.md), plus `oom`, a failure kind of its own.
+namespace run_status {
+inline constexpr std::string_view kPlanned = "planned";
+inline constexpr std::string_view kRunning = "running";
+inline constexpr std::string_view kDone = "done";
+inline constexpr std::string_view kFailed = "failed";
+inline constexpr std::string_view kDiverged = "diverged";
+inline constexpr std::string_view kPreempted = "preempted";
+inline constexpr std::string_view kOom = "oom";
+}  // namespace run_status
+
+bool is_known_run_status(std::string_view status);
+// The attempt is over (every status but planned and running).
+bool is_final_run_status(std::string_view status);
+
+// UTC now as ISO 8601 with milliseconds ("2024-05-01T12:34:56.789Z"); SQLite's date functions
+// read it, and it sorts as text.
+std::string utc_now();
+
+struct SweepRow {
+  std::string sweep_id;
+  std::string name;
+  std::optional<std::string> spec_toml;
+  std::optional<std::string> created_at;  // filled with utc_now() when absent on first insert
+};
+
+struct RunRow {
+  std::string run_id;
+  std::optional<std::string> sweep_id;
+  std::string status{run_status::kPlanned};
+  std::optional<std::string> config_toml;
+  std::optional<std::string> model;
+  std::optional<std::string> dataset;
+  std::optional<std::string> optimizer;
+  std::optional<std::int64_t> global_batch;
+  std::optional<std::int64_t> micro_batch;
+  std::optional<std::int64_t> accum_steps;
+  std::optional<std::int64_t> world_size;
+  std::optional<double> base_lr;
+  std::optional<double> peak_lr;
+  std::optional<std::string> scaling;
+  std::optional<std::int64_t> warmup_steps;
+  std::optional<std::int64_t> seed;
+  // Read: always set. Write (upsert_run): nullopt lets the store count attempts; a value is stored
+  // as given (for an ingest that replays records and must stay idempotent).
+  std::optional<std::int64_t> attempts;
+  std::optional<std::string> error;
+  std::optional<std::string> host;
+  std::optional<std::string> device;
+  std::optional<std::string> git_sha;
+  std::optional<std::string> torch_version;
+  std::optional<std::string> started_at;
+  std::optional<std::string> finished_at;
+  // Schema version 2: the physical batch, data accounting and the training clock.
+  std::optional<std::int64_t> threads;
+  std::optional<std::int64_t> bn_group;
+  std::optional<std::int64_t> train_size;
+  std::optional<std::int64_t> steps_per_epoch;
+  std::optional<std::int64_t> total_steps;
+  std::optional<std::int64_t> samples_dropped_per_epoch;
+  std::optional<std::int64_t> last_step;
+  std::optional<double> train_s;  // training clock in seconds; survives restarts
+};
+
+struct StepRow {
+  std::string run_id;
+  std::int64_t step = 0;
+  double epoch = 0.0;
+  std::int64_t samples = 0;
+  double wall_s = 0.0;  // training clock, excluding eval/checkpoint/logging
+  std::optional<double> lr;
+  std::optional<double> train_loss;
+  std::optional<double> grad_norm;
+  std::optional<double> samples_per_s;
+};
+
+struct EvalRow {
+  std::string run_id;
+  std::int64_t step = 0;
+  double epoch = 0.0;
+  std::int64_t samples = 0;
+  double wall_s = 0.0;
+  std::optional<double> train_loss;  // eval mode, fixed sample of the training set
+  std::optional<double> train_acc;
+  std::optional<double> test_loss;
+  std::optional<double> test_acc;
+  std::optional<double> gap_loss;  // test_loss - train_loss; filled on write when absent
+  std::optional<double> gap_acc;   // train_acc - test_acc; filled on write when absent
+  std::optional<double> eval_s;    // how long the evaluation took (not on the training clock)
+};
+
+// gap_loss = test_loss - train_loss and gap_acc = train_acc - test_acc (DESIGN.md), where absent
+// and both sides are known.
+void fill_gaps(EvalRow& row);
+
+struct LayerStatRow {
+  std::string run_id;
+  std::int64_t step = 0;
+  std::string layer;
+  std::optional<std::int64_t> numel;
+  std::optional<double> weight_norm;
+  std::optional<double> grad_norm;
+  std::optional<double> ratio;  // weight_norm / grad_norm (the LARS figure)
+  std::optional<double> trust_ratio;
+  std::optional<double> update_norm;
+};
+
+struct NoiseRow {
+  std::string run_id;
+  std::int64_t step = 0;
+  std::optional<std::int64_t> b_small;
+  std::optional<std::int64_t> b_big;
+  std::optional<double> g2;
+  std::optional<double> trace_sigma;
+  std::optional<double> b_simple;
+};
+
+struct MilestoneRow {
+  std::string run_id;
+  std::string metric;
+  double target = 0.0;
+  std::int64_t step = 0;
+  double epoch = 0.0;
+  std::int64_t samples = 0;
+  double wall_s = 0.0;
+};
+
+}  // namespace batchlab::results

@@ -1,0 +1,184 @@
+#include "results/schema.h"
+
+#include <fmt/format.h>
+
+#include "results/errors.h"
+#include "results/sqlite_util.h"
+
+namespace batchlab::results {
+
+namespace {
+
+// Per-step tables are WITHOUT ROWID: the (run_id, step...) primary key is then the table's own
+// B-tree, so "all steps of a run in step order" is one range scan and no second index is stored.
+// Child tables cascade on run deletion so removing a run never leaves orphaned series behind.
+const char* const kVersion1 = R"sql(
+CREATE TABLE sweeps(
+  sweep_id   TEXT NOT NULL PRIMARY KEY,
+  name       TEXT NOT NULL,
+  spec_toml  TEXT,
+  created_at TEXT
+);
+
+CREATE TABLE runs(
+  run_id        TEXT NOT NULL PRIMARY KEY,
+  sweep_id      TEXT REFERENCES sweeps(sweep_id),
+  status        TEXT NOT NULL,
+  config_toml   TEXT,
+  model         TEXT,
+  dataset       TEXT,
+  optimizer     TEXT,
+  global_batch  INTEGER,
+  micro_batch   INTEGER,
+  accum_steps   INTEGER,
+  world_size    INTEGER,
+  base_lr       REAL,
+  peak_lr       REAL,
+  scaling       TEXT,
+  warmup_steps  INTEGER,
+  seed          INTEGER,
+  attempts      INTEGER NOT NULL DEFAULT 0,
+  error         TEXT,
+  host          TEXT,
+  device        TEXT,
+  git_sha       TEXT,
+  torch_version TEXT,
+  started_at    TEXT,
+  finished_at   TEXT
+);
+CREATE INDEX runs_by_sweep ON runs(sweep_id, status);
+
+CREATE TABLE steps(
+  run_id        TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  step          INTEGER NOT NULL,
+  epoch         REAL,
+  samples       INTEGER,
+  wall_s        REAL,
+  lr            REAL,
+  train_loss    REAL,
+  grad_norm     REAL,
+  samples_per_s REAL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE evals(
+  run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  step       INTEGER NOT NULL,
+  epoch      REAL,
+  samples    INTEGER,
+  wall_s     REAL,
+  train_loss REAL,
+  train_acc  REAL,
+  test_loss  REAL,
+  test_acc   REAL,
+  gap_loss   REAL,
+  gap_acc    REAL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE layer_stats(
+  run_id      TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  step        INTEGER NOT NULL,
+  layer       TEXT NOT NULL,
+  numel       INTEGER,
+  weight_norm REAL,
+  grad_norm   REAL,
+  ratio       REAL,
+  trust_ratio REAL,
+  update_norm REAL,
+  PRIMARY KEY (run_id, step, layer)
+) WITHOUT ROWID;
+-- One layer's trajectory over training (the LARS ratio plots) without scanning every layer.
+CREATE INDEX layer_stats_by_layer ON layer_stats(run_id, layer, step);
+
+CREATE TABLE noise_scale(
+  run_id      TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  step        INTEGER NOT NULL,
+  b_small     INTEGER,
+  b_big       INTEGER,
+  g2          REAL,
+  trace_sigma REAL,
+  b_simple    REAL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE milestones(
+  run_id  TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  metric  TEXT NOT NULL,
+  target  REAL NOT NULL,
+  step    INTEGER,
+  epoch   REAL,
+  samples INTEGER,
+  wall_s  REAL,
+  PRIMARY KEY (run_id, metric, target)
+) WITHOUT ROWID;
+-- Time-to-accuracy across a sweep: every run that reached one target.
+CREATE INDEX milestones_by_target ON milestones(metric, target);
+)sql";
+
+// layer_stats and noise_scale get `nonfinite` too: ratio = weight_norm / grad_norm is inf for a
+// layer with a zero gradient, and the unbiased |G|^2 of the noise scale can be zero.
+const char* const kVersion2 = R"sql(
+ALTER TABLE steps ADD COLUMN nonfinite TEXT;
+ALTER TABLE evals ADD COLUMN nonfinite TEXT;
+ALTER TABLE evals ADD COLUMN eval_s REAL;
+ALTER TABLE layer_stats ADD COLUMN nonfinite TEXT;
+ALTER TABLE noise_scale ADD COLUMN nonfinite TEXT;
+ALTER TABLE runs ADD COLUMN threads INTEGER;
+ALTER TABLE runs ADD COLUMN bn_group INTEGER;
+ALTER TABLE runs ADD COLUMN train_size INTEGER;
+ALTER TABLE runs ADD COLUMN steps_per_epoch INTEGER;
+ALTER TABLE runs ADD COLUMN total_steps INTEGER;
+ALTER TABLE runs ADD COLUMN samples_dropped_per_epoch INTEGER;
+ALTER TABLE runs ADD COLUMN last_step INTEGER;
+ALTER TABLE runs ADD COLUMN train_s REAL;
+CREATE INDEX runs_by_status ON runs(status);
+)sql";
+
+const std::vector<std::string>& migrations() {
+  static const std::vector<std::string> scripts = {kVersion1, kVersion2};
+  return scripts;
+}
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(migrations().size()); }
+
+const std::string& migration_script(int to_version) {
+  if (to_version < 1 || to_version > latest_schema_version()) {
+    throw StoreError({}, fmt::format("no migration to schema version {} (known: 1..{})", to_version,
+                                     latest_schema_version()));
+  }
+  return migrations()[static_cast<std::size_t>(to_version - 1)];
+}
+
+std::int64_t schema_version(Connection& db) { return db.pragma_int("user_version"); }
+
+std::int64_t migrate(Connection& db) {
+  const std::int64_t latest = latest_schema_version();
+  const std::int64_t found = schema_version(db);
+  auto check_not_newer = [&](std::int64_t version) {
+    if (version > latest) {
+      throw StoreInputError(db.path(),
+                            fmt::format("database schema version {} is newer than this batchlab "
+                                        "understands (version {}); use a newer batchlab",
+                                        version, latest));
+    }
+  };
+  check_not_newer(found);
+  for (std::int64_t target = found + 1; target <= latest; ++target) {
+    Transaction tx(db);
+    // Another process may have migrated between our read and our write lock; re-read under it.
+    const std::int64_t current = schema_version(db);
+    check_not_newer(current);
+    if (current >= target) continue;
+    db.exec(migration_script(static_cast<int>(target)),
+            fmt::format("migration to schema version {} failed", target));
+    // user_version is part of the database header, so it commits or rolls back with the script.
+    db.exec(fmt::format("PRAGMA user_version = {}", target), "cannot set schema version");
+    tx.commit();
+  }
+  return found;
+}
+
+}  // namespace batchlab::results
