@@ -1,0 +1,58 @@
+// An in-memory image classification dataset (train and test split) and the dispatcher that builds
+// one from the [data] section of an experiment. Every dataset here fits in memory as uint8
+// (Fashion-MNIST is 55 MB), so tasks index it directly instead of streaming from disk.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment_config.h"
+
+namespace batchlab::data {
+
+struct ImageDataset {
+  torch::Tensor train_images;  // uint8 [N, C, H, W], pixel values 0..255
+  torch::Tensor train_labels;  // int64 [N], values in [0, num_classes)
+  torch::Tensor test_images;   // uint8 [M, C, H, W]
+  torch::Tensor test_labels;   // int64 [M]
+  int64_t num_classes = 0;
+  std::vector<std::string> class_names;  // num_classes entries
+  std::string name;                      // "fashion_mnist", "synthetic" (the data.dataset value)
+  std::string source;  // where it was read from: a directory, or the generator's seed
+  // Per-channel mean and standard deviation of pixel/255 over the whole training split, before any
+  // data.train_size limit (so a smaller train_size does not change the normalization). C entries.
+  std::vector<double> mean;
+  std::vector<double> stddev;
+
+  int64_t channels() const { return train_images.size(1); }
+  int64_t height() const { return train_images.size(2); }
+  int64_t width() const { return train_images.size(3); }
+};
+
+// Names accepted by data.dataset for image tasks, in a stable order.
+std::vector<std::string> image_dataset_names();
+
+// Builds the dataset named by data.dataset:
+//   fashion_mnist: read from data.path ("" = /usr/share/datasets/fashion-mnist, package
+//                  dataset-fashion-mnist);
+//   synthetic:     generated (make_synthetic_images) with a fixed seed, so every run of every sweep
+//   sees
+//                  the same images, like a real dataset; data.path is ignored.
+// data.train_size / data.test_size keep the first N samples of each split (0 = all; synthetic
+// generates 4096 / 1024 by default). Throws InputError for an unknown dataset (listing the valid
+// names) or a size that is negative or larger than the split; DataError for unreadable files.
+ImageDataset load_image_dataset(const config::DataConfig& data);
+
+// Per-channel mean and standard deviation of pixel/255 over uint8 images [N, C, H, W]; computed in
+// double precision. Used to fill ImageDataset::mean / stddev.
+void compute_channel_stats(const torch::Tensor& images, std::vector<double>& mean,
+                           std::vector<double>& stddev);
+
+// uint8 [B, C, H, W] -> float [B, C, H, W] as (x/255 - mean[c]) / stddev[c]: the input models
+// expect.
+torch::Tensor normalize_images(const torch::Tensor& images, const ImageDataset& dataset);
+
+}  // namespace batchlab::data

@@ -1,0 +1,67 @@
+// The models table: architecture name (model.arch) -> description, factory and cost model. Adding
+// an architecture is one entry in registry.cpp's table; `batchlab models` and the config validation
+// read the names from here.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment_config.h"
+#include "models/network.h"
+
+namespace batchlab::models {
+
+struct ModelInfo {
+  std::string name;         // the model.arch value
+  std::string description;  // one line for `batchlab models`
+  // The reference input at which `batchlab models` reports parameter counts and FLOPs (the
+  // architecture's usual dataset: 1x28x28 and 10 classes for Fashion-MNIST, 3x224x224 and 1000 for
+  // ImageNet).
+  int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
+  int64_t num_classes = 10;
+};
+
+// Every architecture in the table, in table order.
+std::vector<ModelInfo> list_models();
+
+// Builds model.arch for inputs [B, channels, height, width] and num_classes outputs.
+// model.num_classes, when non-zero, must equal num_classes (the dataset's). Throws InputError for
+// an unknown arch
+// (`model.arch = "resnt50": unknown architecture; valid: ...`) or unusable sizes. `bn_group`
+// (batch.bn_group) makes every batch norm a ghost batch norm over groups of that many samples.
+std::shared_ptr<ImageClassifier> make_image_classifier(const config::ModelConfig& model,
+                                                       int64_t channels, int64_t height,
+                                                       int64_t width, int64_t num_classes,
+                                                       int64_t bn_group = 0);
+
+// Number of scalar parameters (weights, biases, BN scales and shifts; buffers such as BN running
+// statistics are not parameters), whether or not they require gradients.
+int64_t count_parameters(const torch::nn::Module& module);
+
+// Compute per sample, from the architecture's shapes alone (nothing is allocated).
+// Convention: a multiply-accumulate (MAC) of a convolution or linear layer is 2 FLOPs; elementwise
+// work (BN, ReLU, residual additions, pooling) is not counted; the backward pass costs twice the
+// forward (gradients with respect to activations and to weights), so a training step costs 3x the
+// forward: training_flops = 3 x 2 x forward_macs (Kaplan et al. 2020; the convention of the
+// large-batch literature's "FLOPs per example").
+struct ModelCost {
+  int64_t forward_macs = 0;
+  int64_t forward_flops = 0;   // 2 x forward_macs
+  int64_t training_flops = 0;  // 3 x forward_flops
+};
+
+// Throws InputError like make_image_classifier.
+ModelCost estimate_cost(const config::ModelConfig& model, int64_t channels, int64_t height,
+                        int64_t width, int64_t num_classes);
+
+// estimate_cost(...).training_flops: FLOPs of one training step per sample.
+int64_t training_flops_per_sample(const config::ModelConfig& model, int64_t channels,
+                                  int64_t height, int64_t width, int64_t num_classes);
+
+}  // namespace batchlab::models
