@@ -1,0 +1,280 @@
+// Optimizer step cost on ResNet-50's parameter set (161 tensors, 25,557,032 float32 values):
+// LibTorch's SGD-momentum and AdamW against batchlab's fused LARS and LAMB (and their ATen paths).
+//
+// These steps are memory-bound: their time is the number of passes over parameter-sized arrays
+// (LibTorch SGD with weight decay: 11, AdamW: 22; fused LARS: 7, fused LAMB: 11 with clipping).
+// Targets (docs/performance.md, "Optimizer steps"): LAMB <= 0.75 x AdamW, LARS <= 1.1 x
+// SGD-momentum, measured in the same run. After the runs, the medians and both ratios are printed.
+//
+//   ./build/bench/optim_bench --threads=2 --benchmark_repetitions=5
+//       --benchmark_enable_random_interleaving=true          (one command line)
+// --threads sets at::set_num_threads (default 2; LibTorch 1.13 here starts with 1 intra-op thread).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include "core/optim/fused_kernels.h"
+#include "core/optim/grad_clip.h"
+#include "core/optim/lamb.h"
+#include "core/optim/lars.h"
+
+namespace {
+
+using batchlab::optim::Lamb;
+using batchlab::optim::LambOptions;
+using batchlab::optim::Lars;
+using batchlab::optim::LarsOptions;
+
+// torchvision resnet50().named_parameters() shapes, in order.
+const std::vector<std::vector<int64_t>>& resnet50_shapes() {
+  static const std::vector<std::vector<int64_t>> shapes = {
+    // conv1, bn1 (weight, bias)
+    {64, 3, 7, 7}, {64}, {64},
+    // layer1.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+    {64, 64, 1, 1}, {64}, {64}, {64, 64, 3, 3}, {64}, {64}, {256, 64, 1, 1}, {256}, {256},
+    {256, 64, 1, 1}, {256}, {256},
+    // layer1.1: conv1, bn1, conv2, bn2, conv3, bn3
+    {64, 256, 1, 1}, {64}, {64}, {64, 64, 3, 3}, {64}, {64}, {256, 64, 1, 1}, {256}, {256},
+    // layer1.2: conv1, bn1, conv2, bn2, conv3, bn3
+    {64, 256, 1, 1}, {64}, {64}, {64, 64, 3, 3}, {64}, {64}, {256, 64, 1, 1}, {256}, {256},
+    // layer2.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+    {128, 256, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
+    {512}, {512, 256, 1, 1}, {512}, {512},
+    // layer2.1: conv1, bn1, conv2, bn2, conv3, bn3
+    {128, 512, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
+    {512},
+    // layer2.2: conv1, bn1, conv2, bn2, conv3, bn3
+    {128, 512, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
+    {512},
+    // layer2.3: conv1, bn1, conv2, bn2, conv3, bn3
+    {128, 512, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
+    {512},
+    // layer3.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+    {256, 512, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
+    {1024}, {1024, 512, 1, 1}, {1024}, {1024},
+    // layer3.1: conv1, bn1, conv2, bn2, conv3, bn3
+    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
+    {1024},
+    // layer3.2: conv1, bn1, conv2, bn2, conv3, bn3
+    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
+    {1024},
+    // layer3.3: conv1, bn1, conv2, bn2, conv3, bn3
+    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
+    {1024},
+    // layer3.4: conv1, bn1, conv2, bn2, conv3, bn3
+    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
+    {1024},
+    // layer3.5: conv1, bn1, conv2, bn2, conv3, bn3
+    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
+    {1024},
+    // layer4.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+    {512, 1024, 1, 1}, {512}, {512}, {512, 512, 3, 3}, {512}, {512}, {2048, 512, 1, 1}, {2048},
+    {2048}, {2048, 1024, 1, 1}, {2048}, {2048},
+    // layer4.1: conv1, bn1, conv2, bn2, conv3, bn3
+    {512, 2048, 1, 1}, {512}, {512}, {512, 512, 3, 3}, {512}, {512}, {2048, 512, 1, 1}, {2048},
+    {2048},
+    // layer4.2: conv1, bn1, conv2, bn2, conv3, bn3
+    {512, 2048, 1, 1}, {512}, {512}, {512, 512, 3, 3}, {512}, {512}, {2048, 512, 1, 1}, {2048},
+    {2048},
+    // fc (weight, bias)
+    {1000, 2048}, {1000},
+  };
+  return shapes;
+}
+
+constexpr int64_t kResNet50Tensors = 161;
+constexpr int64_t kResNet50Params = 25557032;
+
+// Parameters and gradients, float32; a fresh copy of the same values for every benchmark run.
+struct Model {
+  std::vector<torch::Tensor> params;
+
+  static Model make() {
+    static const std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> init = [] {
+      torch::manual_seed(0);
+      std::vector<torch::Tensor> w;
+      std::vector<torch::Tensor> g;
+      for (const auto& s : resnet50_shapes()) {
+        w.push_back(torch::randn(s) * 0.05);
+        g.push_back(torch::randn(s) * 0.01);
+      }
+      return std::make_pair(w, g);
+    }();
+    Model m;
+    for (size_t i = 0; i < init.first.size(); ++i) {
+      m.params.push_back(init.first[i].clone().set_requires_grad(true));
+      m.params.back().mutable_grad() = init.second[i].clone();
+    }
+    return m;
+  }
+};
+
+// Times optimizer.step() after one untimed step (which allocates the optimizer state).
+void run_steps(benchmark::State& state, torch::optim::Optimizer& opt) {
+  opt.step();
+  for (auto _ : state) opt.step();
+  state.counters["params"] = static_cast<double>(kResNet50Params);
+}
+
+void BM_SgdMomentum_LibTorch(benchmark::State& state) {
+  Model m = Model::make();
+  torch::optim::SGD opt(m.params,
+                        torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(5e-5));
+  run_steps(state, opt);
+}
+
+void BM_AdamW_LibTorch(benchmark::State& state) {
+  Model m = Model::make();
+  torch::optim::AdamW opt(m.params, torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
+  run_steps(state, opt);
+}
+
+void BM_Lars(benchmark::State& state) {
+  Model m = Model::make();
+  Lars opt(m.params, LarsOptions(0.1).momentum(0.9).weight_decay(5e-5));
+  run_steps(state, opt);
+}
+
+void BM_Lamb(benchmark::State& state) {
+  Model m = Model::make();
+  Lamb opt(m.params, LambOptions(1e-3).weight_decay(0.01).max_grad_norm(1.0));
+  run_steps(state, opt);
+}
+
+void BM_Lamb_NoClip(benchmark::State& state) {
+  Model m = Model::make();
+  Lamb opt(m.params, LambOptions(1e-3).weight_decay(0.01).max_grad_norm(0.0));
+  run_steps(state, opt);
+}
+
+void BM_Lars_AtenPath(benchmark::State& state) {
+  Model m = Model::make();
+  Lars opt(m.params, LarsOptions(0.1).momentum(0.9).weight_decay(5e-5).fused(false));
+  run_steps(state, opt);
+}
+
+void BM_Lamb_AtenPath(benchmark::State& state) {
+  Model m = Model::make();
+  Lamb opt(m.params, LambOptions(1e-3).weight_decay(0.01).max_grad_norm(1.0).fused(false));
+  run_steps(state, opt);
+}
+
+// One read pass over all gradients (the global norm): the unit cost of a pass on this machine.
+void BM_OneReadPass(benchmark::State& state) {
+  Model m = Model::make();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(batchlab::optim::global_grad_norm(m.params).host);
+  }
+}
+
+BENCHMARK(BM_SgdMomentum_LibTorch)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AdamW_LibTorch)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Lars)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Lamb)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Lamb_NoClip)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Lars_AtenPath)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Lamb_AtenPath)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OneReadPass)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Console output as usual, plus every per-repetition time kept by benchmark name.
+class RecordingReporter : public benchmark::ConsoleReporter {
+ public:
+  RecordingReporter() : ConsoleReporter(OO_Tabular) {}  // no colour codes: output goes to docs
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type == Run::RT_Iteration && !r.error_occurred) {
+        times_[r.run_name.function_name].push_back(r.GetAdjustedRealTime());
+      }
+    }
+  }
+  // Median and minimum over repetitions, in the benchmarks' unit (ms); 0 when it did not run. On a
+  // shared machine the minimum is the better estimate of the quiet cost, the median the honest one.
+  double median(const std::string& name) const {
+    std::vector<double> t = sorted(name);
+    if (t.empty()) return 0.0;
+    const size_t n = t.size();
+    return n % 2 == 1 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  }
+  double min(const std::string& name) const {
+    std::vector<double> t = sorted(name);
+    return t.empty() ? 0.0 : t.front();
+  }
+
+ private:
+  std::vector<double> sorted(const std::string& name) const {
+    auto it = times_.find(name);
+    if (it == times_.end()) return {};
+    std::vector<double> t = it->second;
+    std::sort(t.begin(), t.end());
+    return t;
+  }
+
+  std::map<std::string, std::vector<double>> times_;
+};
+
+void print_ratio(const RecordingReporter& r, const char* what, const char* num, const char* den,
+                 double target) {
+  const double a = r.median(num);
+  const double b = r.median(den);
+  if (a <= 0.0 || b <= 0.0) return;
+  const double a_min = r.min(num);
+  const double b_min = r.min(den);
+  std::printf("%-32s median %7.2f / %7.2f ms = %.3f, min %7.2f / %7.2f ms = %.3f"
+              " (target <= %.2f: %s)\n",
+              what, a, b, a / b, a_min, b_min, a_min / b_min, target,
+              a / b <= target ? "met" : "MISSED");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      threads = std::atoi(argv[i] + 10);
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+
+  at::set_num_threads(threads);
+  int64_t count = 0;
+  for (const auto& s : resnet50_shapes()) {
+    int64_t numel = 1;
+    for (int64_t d : s) numel *= d;
+    count += numel;
+  }
+  if (static_cast<int64_t>(resnet50_shapes().size()) != kResNet50Tensors ||
+      count != kResNet50Params) {
+    std::fprintf(stderr, "shape list is not ResNet-50's: %zu tensors, %lld parameters\n",
+                 resnet50_shapes().size(), static_cast<long long>(count));
+    return 1;
+  }
+  std::printf("ResNet-50 parameters: %lld tensors, %lld float32 values; intra-op threads: %d; "
+              "fused loops: %s\n",
+              static_cast<long long>(kResNet50Tensors), static_cast<long long>(count),
+              at::get_num_threads(), batchlab::optim::kernels::instruction_set());
+
+  RecordingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::printf("\nOver the repetitions (--benchmark_repetitions):\n");
+  print_ratio(reporter, "LAMB step / LibTorch AdamW step", "BM_Lamb", "BM_AdamW_LibTorch", 0.75);
+  print_ratio(reporter, "LARS step / LibTorch SGD step", "BM_Lars", "BM_SgdMomentum_LibTorch",
+              1.1);
+  benchmark::Shutdown();
+  return 0;
+}

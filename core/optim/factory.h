@@ -1,0 +1,80 @@
+// One optimizer factory for every optim.name, and the wrapper the trainer steps.
+//
+//   sgd       torch::optim::SGD, momentum (dampening 0); nesterov when optim.nesterov is set
+//   nesterov  torch::optim::SGD with Nesterov momentum
+//   adam      torch::optim::Adam, L2 weight decay (added to the gradient), betas/eps from the config
+//   adamw     torch::optim::AdamW, decoupled weight decay
+//   lars      batchlab::optim::Lars (lars.h)
+//   lamb      batchlab::optim::Lamb (lamb.h), clipping by global norm itself (optim.grad_clip)
+// Parameter groups come from the ordered rules of param_groups.h; every group gets its FULL options
+// set explicitly (LibTorch 1.13's add_param_group copies missing options from the defaults, later
+// versions changed that, so nothing is left to it). A group's LR is the scheduled LR times its rule's
+// lr_scale, set through set_lr() before every step.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/optim/optimizer.h>
+
+#include "core/config/experiment_config.h"
+#include "core/optim/param_groups.h"
+
+namespace batchlab::optim {
+
+class TrainingOptimizer {
+ public:
+  struct Group {
+    std::string rule;  // the winning rule as written, "default" for the rest
+    double weight_decay = 0.0;
+    bool adapt = false;  // trust-ratio adaptation in effect (always false for sgd/nesterov/adam/adamw)
+    double lr_scale = 1.0;
+    std::vector<std::string> names;  // parameter names, in the order given to make_optimizer
+  };
+
+  TrainingOptimizer(std::string name, std::unique_ptr<torch::optim::Optimizer> optimizer,
+                    std::vector<Group> groups, std::vector<at::Tensor> params, double grad_clip);
+
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
+  const std::string& name() const { return name_; }
+
+  // Every group gets lr * its rule's lr_scale.
+  void set_lr(double lr);
+  double lr() const { return lr_; }  // the last value given to set_lr (make_optimizer: peak_lr)
+
+  // Global grad-norm clipping when grad_clip > 0 and the optimizer does not clip itself (LAMB does,
+  // as timm's), then the update. Gradients are divided by max(norm / grad_clip, 1) in place for
+  // optimizers clipped here; LAMB leaves them unchanged.
+  void step();
+  void zero_grad() { optimizer_->zero_grad(); }
+
+  const std::vector<Group>& groups() const { return groups_; }
+
+  // Trust ratio applied to each parameter in the last step, in the order of the NamedParameters given
+  // to make_optimizer: 0-dim float64 tensors (copies), undefined for optimizers without trust ratios,
+  // parameters not adapted, and parameters not stepped yet. Stacking them and reading once is one sync.
+  std::vector<at::Tensor> last_trust_ratios() const;
+
+  // Global gradient norm before clipping in the last step (0-dim float64); undefined when no
+  // clipping happened (grad_clip 0).
+  at::Tensor last_grad_norm() const;
+
+ private:
+  std::string name_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<Group> groups_;
+  std::vector<at::Tensor> params_;  // in make_optimizer's order (ties included)
+  double grad_clip_ = 0.0;
+  double lr_ = 0.0;
+  at::Tensor last_grad_norm_;
+};
+
+// Builds the optimizer named by optim.name over `params` (ConfigError for an unknown name, bad
+// hyper-parameters or parameter-group rules), with every group's LR at peak_lr * lr_scale.
+std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& optim,
+                                                  const std::vector<NamedParameter>& params,
+                                                  double peak_lr);
+
+}  // namespace batchlab::optim

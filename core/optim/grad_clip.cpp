@@ -1,0 +1,101 @@
+#include "core/optim/grad_clip.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "core/optim/fused_kernels.h"
+#include "core/optim/multi_tensor.h"
+
+namespace batchlab::optim {
+namespace {
+
+std::vector<at::Tensor> defined_grads(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  return grads;
+}
+
+}  // namespace
+
+GradNorm global_grad_norm(const std::vector<at::Tensor>& params) {
+  const std::vector<at::Tensor> grads = defined_grads(params);
+  GradNorm out;
+  if (grads.empty()) return out;
+  bool host = true;
+  for (const at::Tensor& g : grads) host = host && detail::fusable({&g});
+  if (!host) {
+    // Per-tensor norms stay on the device; one more norm of their stack gives the global one.
+    std::vector<at::Tensor> norms;
+    norms.reserve(grads.size());
+    for (const at::Tensor& g : grads) norms.push_back(at::linalg_vector_norm(g).to(at::kDouble));
+    out.norm = at::linalg_vector_norm(at::stack(norms));
+    return out;
+  }
+  std::vector<int64_t> numels;
+  for (const at::Tensor& g : grads) numels.push_back(g.numel());
+  std::vector<int64_t> first;
+  const std::vector<detail::Chunk> chunks = detail::plan_chunks(numels, &first);
+  std::vector<double> partial(chunks.size(), 0.0);
+  detail::parallel_ranges(static_cast<int64_t>(chunks.size()), [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const detail::Chunk& ch = chunks[c];
+      const at::Tensor& g = grads[ch.item];
+      const int64_t n = ch.end - ch.begin;
+      partial[c] = g.scalar_type() == at::kFloat
+                       ? kernels::sum_squares(g.data_ptr<float>() + ch.begin, n)
+                       : kernels::sum_squares(g.data_ptr<double>() + ch.begin, n);
+    }
+  });
+  double total = 0.0;
+  for (double s : partial) total += s;  // chunk order: independent of the thread count
+  out.host = std::sqrt(total);
+  out.norm = at::scalar_tensor(*out.host, at::TensorOptions().dtype(at::kDouble));
+  return out;
+}
+
+ClipFactor clip_factor(const GradNorm& norm, double max_norm) {
+  ClipFactor out;
+  if (norm.host) {
+    out.host = std::max(*norm.host / max_norm, 1.0);
+    out.tensor = at::scalar_tensor(*out.host, at::TensorOptions().dtype(at::kDouble));
+  } else if (norm.norm.defined()) {
+    out.tensor = (norm.norm / max_norm).clamp_min(1.0);
+  }
+  return out;
+}
+
+GradNorm clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  at::NoGradGuard no_grad;
+  GradNorm norm = global_grad_norm(params);
+  if (!norm.norm.defined()) return norm;
+  const ClipFactor factor = clip_factor(norm, max_norm);
+  const std::vector<at::Tensor> grads = defined_grads(params);
+  if (factor.host) {
+    if (*factor.host == 1.0) return norm;
+    const double inv = 1.0 / *factor.host;
+    std::vector<int64_t> numels;
+    for (const at::Tensor& g : grads) numels.push_back(g.numel());
+    const std::vector<detail::Chunk> chunks = detail::plan_chunks(numels, nullptr);
+    detail::parallel_ranges(static_cast<int64_t>(chunks.size()), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const detail::Chunk& ch = chunks[c];
+        const at::Tensor& g = grads[ch.item];
+        const int64_t n = ch.end - ch.begin;
+        if (g.scalar_type() == at::kFloat) {
+          kernels::scale(g.data_ptr<float>() + ch.begin, n, inv);
+        } else {
+          kernels::scale(g.data_ptr<double>() + ch.begin, n, inv);
+        }
+      }
+    });
+    for (const at::Tensor& g : grads) detail::bump_version(g);
+    return norm;
+  }
+  for (const at::Tensor& g : grads) g.div_(factor.tensor.to(g.scalar_type()));
+  return norm;
+}
+
+}  // namespace batchlab::optim
