@@ -103,7 +103,8 @@ struct TrainConfig {
   bool noise_scale = false;
   std::vector<Target> targets;  // `target = {metric, value}` or `target = [{...}, ...]`
   bool stop_at_target = false;
-  int64_t checkpoint_every = 0;  // steps; 0 = off
+  int64_t checkpoint_every = 0;     // steps; 0 = off
+  double checkpoint_minutes = 0.0;  // also after this much wall time; 0 = off
   double divergence = 10.0;      // loss above this factor of its first value ends the run; 0 = off
 };
 

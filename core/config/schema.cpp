@@ -135,6 +135,7 @@ Table<Target> target_table() {
 Table<TrainConfig> train_table() {
   return {{
       field("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0)),
+      field("checkpoint_minutes", &TrainConfig::checkpoint_minutes, at_least(0.0)),
       field("device", &TrainConfig::device, DeviceName{}),
       field("divergence", &TrainConfig::divergence, zero_or_greater_than(1)),
       field("eval_every", &TrainConfig::eval_every, greater_than(0)),

@@ -1,0 +1,61 @@
+#include "cli/app.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include "cli/args.h"
+#include "core/errors.h"
+#include "results/errors.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: batchlab <command> [arguments]\n"
+    "commands:\n"
+    "  train CONFIG.toml [--set k=v]... [--db PATH] [--run-id ID]   run one training job\n"
+    "  query --db PATH \"SELECT ...\" [--format table|csv|json]       read-only SQL\n"
+    "  sweep plan|run|status|submit SWEEP.toml [options]           sweeps (batchlab sweep --help)\n"
+    "  results ingest --db PATH [RECORDS.db|DIR]...                 fold job records into PATH\n"
+    "  models                                                       architectures and sizes\n"
+    "  version                                                      versions, BLAS, threads, devices\n";
+
+using Command = std::function<int(const std::vector<std::string>&)>;
+
+}  // namespace
+
+int run_app(int argc, char** argv) {
+  const std::map<std::string, Command> commands = {
+      {"train", cmd_train},     {"query", cmd_query},   {"version", cmd_version},
+      {"models", cmd_models},   {"sweep", cmd_sweep},   {"results", cmd_results}};
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitBadInput : kExitOk;
+  }
+  const std::string name = argv[1];
+  auto it = commands.find(name);
+  if (it == commands.end()) {
+    fmt::print(stderr, "batchlab: unknown command '{}'\n{}", name, kUsage);
+    return kExitBadInput;
+  }
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    return it->second(rest);
+  } catch (const InputError& e) {
+    fmt::print(stderr, "batchlab {}: {}\n", name, e.what());
+    return kExitBadInput;
+  } catch (const results::StoreInputError& e) {
+    fmt::print(stderr, "batchlab {}: {}\n", name, e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "batchlab {}: error: {}\n", name, e.what());
+    return kExitFailed;
+  }
+}
+
+}  // namespace batchlab::cli

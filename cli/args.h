@@ -1,0 +1,48 @@
+// A small, strict argument parser for the batchlab subcommands: positionals, `--name value`,
+// `--name=value`, repeatable options and flags. Anything unknown or missing is a UsageError (exit 2)
+// that names the argument and shows the command's usage line.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace batchlab::cli {
+
+class UsageError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+struct OptionSpec {
+  std::string name;        // without the leading dashes
+  bool takes_value = true;
+  bool repeatable = false;
+};
+
+class Args {
+ public:
+  // Parses `argv` (the words after the subcommand) against `options`; `usage` is quoted in errors.
+  Args(const std::vector<std::string>& argv, const std::vector<OptionSpec>& options,
+       std::string usage);
+
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  // The single positional the command takes; a UsageError naming `what` when absent or repeated.
+  std::string positional(const std::string& what, bool required = true) const;
+  std::optional<std::string> value(const std::string& name) const;
+  std::vector<std::string> values(const std::string& name) const;
+  bool flag(const std::string& name) const;
+  // An integer option; a UsageError naming the option and the value when it is not one.
+  std::optional<long long> integer(const std::string& name) const;
+  const std::string& usage() const { return usage_; }
+
+ private:
+  std::vector<std::string> positionals_;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::string usage_;
+};
+
+}  // namespace batchlab::cli

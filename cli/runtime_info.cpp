@@ -1,0 +1,79 @@
+#include "cli/runtime_info.h"
+
+#include <fmt/format.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#ifndef BATCHLAB_GIT_SHA
+#define BATCHLAB_GIT_SHA "unknown"
+#endif
+
+namespace batchlab::cli {
+
+int64_t configure_threads(int64_t requested) {
+  int64_t n = requested;
+  if (n <= 0) n = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(n));
+  return at::get_num_threads();
+}
+
+std::string torch_version() { return TORCH_VERSION; }
+
+std::string blas_library() {
+  // Debian's LibTorch links libblas.so.3, an alternative that may be OpenBLAS or the reference
+  // BLAS (30x slower). /proc/self/maps shows which file the loader actually mapped.
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto pos = line.find('/');
+    if (pos == std::string::npos) continue;
+    std::string path = line.substr(pos);
+    if (path.find("libblas") != std::string::npos || path.find("libopenblas") != std::string::npos ||
+        path.find("libmkl") != std::string::npos) {
+      return path;
+    }
+  }
+  return "none loaded";
+}
+
+std::vector<std::string> devices() {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("cpu ({} hardware threads)", std::thread::hardware_concurrency()));
+  if (torch::cuda::is_available()) {
+    for (size_t i = 0; i < torch::cuda::device_count(); ++i) out.push_back(fmt::format("cuda:{}", i));
+  }
+  return out;
+}
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string git_sha() { return BATCHLAB_GIT_SHA; }
+
+std::string batchlab_version() {
+#ifdef BATCHLAB_VERSION
+  return BATCHLAB_VERSION;
+#else
+  return "dev";
+#endif
+}
+
+std::string utc_now_iso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace batchlab::cli

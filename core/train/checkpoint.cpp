@@ -1,0 +1,187 @@
+#include "core/train/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/serialize.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/config/sha256.h"
+#include "core/errors.h"
+
+namespace batchlab::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'B', 'L', 'C', 'K', 'P', 'T', '0', '1'};
+constexpr size_t kHeader = 8 + 8 + 32;
+
+torch::Tensor doubles(const std::vector<double>& v) {
+  return torch::tensor(v, torch::kFloat64);
+}
+
+std::string file_name(int64_t step) { return fmt::format("ckpt-{:012d}.pt", step); }
+
+// Reads and verifies one file; throws CheckpointError naming the file and the problem.
+std::string read_payload(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(fmt::format("{}: cannot open checkpoint", path));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    throw CheckpointError(fmt::format("{}: not a batchlab checkpoint (bad header)", path));
+  }
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + 8, 8);
+  if (bytes.size() - kHeader != length) {
+    throw CheckpointError(fmt::format("{}: truncated checkpoint ({} payload bytes, expected {})",
+                                      path, bytes.size() - kHeader, length));
+  }
+  std::string payload = bytes.substr(kHeader);
+  config::Sha256 sha;
+  sha.update(payload);
+  const auto digest = sha.digest();
+  if (std::memcmp(digest.data(), bytes.data() + 16, 32) != 0) {
+    throw CheckpointError(fmt::format("{}: checksum mismatch (corrupted checkpoint)", path));
+  }
+  return payload;
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(keep) {}
+
+std::vector<std::string> CheckpointStore::list() const {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) return files;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("ckpt-", 0) == 0 && entry.path().extension() == ".pt") {
+      files.push_back(entry.path().string());
+    }
+  }
+  // Zero-padded step numbers: lexical order is step order.
+  std::sort(files.rbegin(), files.rend());
+  return files;
+}
+
+std::string CheckpointStore::save(const CheckpointContents& contents, torch::nn::Module& model,
+                                  torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  torch::serialize::OutputArchive model_archive, optim_archive;
+  model.save(model_archive);
+  optimizer.save(optim_archive);
+  archive.write("model", model_archive);
+  archive.write("optimizer", optim_archive);
+
+  const auto& s = contents.state;
+  archive.write("config_hash", c10::IValue(contents.config_hash));
+  archive.write("ints", torch::tensor(std::vector<int64_t>{s.step, s.have_first_loss ? 1 : 0,
+                                                           s.noise_updates, s.last_eval_step},
+                                      torch::kInt64));
+  archive.write("doubles", doubles({s.train_s, s.eval_s, s.checkpoint_s, s.first_loss, s.noise_g2,
+                                    s.noise_trace}));
+  std::vector<int64_t> reached(s.targets_reached.begin(), s.targets_reached.end());
+  archive.write("targets_reached", torch::tensor(reached, torch::kInt64));
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("cpu_rng", gen.get_state());
+  }
+
+  std::ostringstream payload_stream;
+  archive.save_to(payload_stream);
+  const std::string payload = payload_stream.str();
+  config::Sha256 sha;
+  sha.update(payload);
+  const auto digest = sha.digest();
+  const uint64_t length = payload.size();
+
+  fs::create_directories(dir_);
+  const std::string final_path = (fs::path(dir_) / file_name(s.step)).string();
+  const std::string tmp_path = final_path + ".tmp";
+  {
+    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
+    out.write(kMagic, 8);
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out.write(reinterpret_cast<const char*>(digest.data()), 32);
+    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+    out.flush();
+    if (!out) throw Error(fmt::format("{}: cannot write checkpoint", tmp_path));
+  }
+  fs::rename(tmp_path, final_path);
+
+  auto files = list();
+  for (size_t i = static_cast<size_t>(keep_); i < files.size(); ++i) {
+    std::error_code ec;
+    fs::remove(files[i], ec);
+  }
+  return final_path;
+}
+
+std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string& expected_hash,
+                                                               torch::nn::Module& model,
+                                                               torch::optim::Optimizer& optimizer,
+                                                               std::vector<std::string>& warnings) {
+  for (const auto& path : list()) {
+    std::string payload;
+    try {
+      payload = read_payload(path);
+    } catch (const CheckpointError& e) {
+      warnings.push_back(fmt::format("{}; falling back to an older checkpoint", e.what()));
+      continue;
+    }
+    torch::serialize::InputArchive archive;
+    std::istringstream in(payload);
+    archive.load_from(in);
+
+    CheckpointContents c;
+    c10::IValue hash;
+    archive.read("config_hash", hash);
+    c.config_hash = hash.toStringRef();
+    if (c.config_hash != expected_hash) {
+      throw CheckpointError(fmt::format(
+          "{}: checkpoint of run {} cannot resume run {} (the configuration differs); remove the "
+          "checkpoint directory {} to start over",
+          path, c.config_hash, expected_hash, dir_));
+    }
+    torch::serialize::InputArchive model_archive, optim_archive;
+    archive.read("model", model_archive);
+    archive.read("optimizer", optim_archive);
+    model.load(model_archive);
+    optimizer.load(optim_archive);
+
+    torch::Tensor ints, dbl, reached, rng;
+    archive.read("ints", ints);
+    archive.read("doubles", dbl);
+    archive.read("targets_reached", reached);
+    archive.read("cpu_rng", rng);
+    auto& s = c.state;
+    s.step = ints[0].item<int64_t>();
+    s.have_first_loss = ints[1].item<int64_t>() != 0;
+    s.noise_updates = ints[2].item<int64_t>();
+    s.last_eval_step = ints[3].item<int64_t>();
+    s.train_s = dbl[0].item<double>();
+    s.eval_s = dbl[1].item<double>();
+    s.checkpoint_s = dbl[2].item<double>();
+    s.first_loss = dbl[3].item<double>();
+    s.noise_g2 = dbl[4].item<double>();
+    s.noise_trace = dbl[5].item<double>();
+    for (int64_t i = 0; i < reached.numel(); ++i) s.targets_reached.push_back(reached[i].item<int64_t>() != 0);
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(rng);
+    }
+    return c;
+  }
+  return std::nullopt;
+}
+
+}  // namespace batchlab::train

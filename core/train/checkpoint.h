@@ -1,0 +1,67 @@
+// Checkpoints: everything needed to continue a run as if it had never stopped.
+//
+// File layout: "BLCKPT01" (8 bytes), payload length (8 bytes, little-endian), SHA-256 of the payload
+// (32 bytes), payload (a LibTorch archive). Written to `NAME.tmp`, flushed, then renamed, so a crash
+// leaves either the old file or the new one, never half of one; the checksum catches what a rename
+// cannot (a truncated copy, a flipped bit). The two newest checkpoints are kept; when the newest is
+// unreadable the previous one is used, with a warning.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace batchlab::train {
+
+// The trainer's own state beside model and optimizer.
+struct TrainerState {
+  int64_t step = 0;         // updates done
+  double train_s = 0.0;     // training clock
+  double eval_s = 0.0;      // evaluation time so far
+  double checkpoint_s = 0.0;
+  double first_loss = 0.0;  // divergence reference
+  bool have_first_loss = false;
+  std::vector<bool> targets_reached;
+  double noise_g2 = 0.0;    // noise-scale EMA state
+  double noise_trace = 0.0;
+  int64_t noise_updates = 0;
+  int64_t last_eval_step = -1;
+};
+
+struct CheckpointContents {
+  std::string config_hash;  // the run id: a checkpoint of another configuration is refused
+  TrainerState state;
+};
+
+class CheckpointStore {
+ public:
+  // `dir` is created when needed; `keep` newest files are kept.
+  explicit CheckpointStore(std::string dir, int keep = 2);
+
+  // Writes model parameters and buffers, optimizer state, the trainer state, the global CPU RNG
+  // state and the config hash. Returns the file written.
+  std::string save(const CheckpointContents& contents, torch::nn::Module& model,
+                   torch::optim::Optimizer& optimizer);
+
+  // Loads the newest readable checkpoint into model and optimizer and returns its contents;
+  // nullopt when there is none. A checkpoint whose config hash differs from `expected_hash` is a
+  // CheckpointError. Unreadable newer files are skipped; their paths and reasons land in `warnings`.
+  std::optional<CheckpointContents> load_latest(const std::string& expected_hash,
+                                                torch::nn::Module& model,
+                                                torch::optim::Optimizer& optimizer,
+                                                std::vector<std::string>& warnings);
+
+  // Checkpoint files, newest first.
+  std::vector<std::string> list() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  int keep_;
+};
+
+}  // namespace batchlab::train

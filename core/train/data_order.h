@@ -1,0 +1,40 @@
+// Exact data accounting. The sample order of an epoch depends only on (data seed, epoch), so every
+// batch size and every number of processes walks the same order; a global batch is a contiguous
+// slice of it, split into per-rank, per-micro-batch slices. The incomplete last batch is dropped.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace batchlab::train {
+
+// 64-bit mixing (SplitMix64 finalizer): decorrelates seeds that differ in one bit.
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+// int64 [n]: the order in which epoch `epoch` visits the n training examples.
+torch::Tensor epoch_permutation(int64_t data_seed, int64_t epoch, int64_t n);
+
+// int64 [min(count, n)]: a fixed sample of the training set (the same for every epoch and batch
+// size), measured in eval mode to compare train and test metrics like with like.
+torch::Tensor fixed_train_sample(int64_t data_seed, int64_t n, int64_t count);
+
+struct BatchGeometry {
+  int64_t global = 0;
+  int64_t micro = 0;
+  int64_t accum = 0;
+  int64_t world = 1;
+  int64_t steps_per_epoch = 0;   // floor(train_size / global)
+  int64_t dropped_per_epoch = 0; // train_size - steps_per_epoch * global
+};
+
+// global = world x micro x accum; micro 0 means global / world. Throws InputError when the data
+// set is smaller than one global batch; divisibility is checked by config validation.
+BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world, int64_t train_size);
+
+// int64 [micro]: the examples of micro-batch `micro_index` of `rank` in update `step_in_epoch`.
+// Rank r owns the contiguous slice [r * micro * accum, (r + 1) * micro * accum) of the global batch.
+torch::Tensor micro_batch_indices(const torch::Tensor& permutation, const BatchGeometry& g,
+                                  int64_t step_in_epoch, int64_t rank, int64_t micro_index);
+
+}  // namespace batchlab::train

@@ -1,0 +1,133 @@
+// What the trainer reports, and the interface it reports through. The trainer never sees SQL: the
+// SQLite implementation lives outside core (cli/sqlite_reporter.h adapts it to results::Store), and
+// a console implementation prints progress. Step numbering: a step row's `step` is the 0-based index
+// of the optimizer update it describes; eval and milestone rows' `step` is the number of updates done.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace batchlab::train {
+
+// Values the trainer derives from the configuration and the data (recorded next to the run).
+struct RunGeometry {
+  int64_t global_batch = 0;
+  int64_t micro_batch = 0;
+  int64_t accum_steps = 0;
+  int64_t world_size = 1;
+  int64_t bn_group = 0;
+  int64_t train_size = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;  // 0 when the run length is a wall-clock budget
+  int64_t samples_dropped_per_epoch = 0;
+  int64_t warmup_steps = 0;
+  double peak_lr = 0.0;
+  int64_t threads = 1;
+  std::string device;
+};
+
+struct StepRecord {
+  int64_t step = 0;
+  double epoch = 0.0;  // fractional epoch after this step
+  int64_t samples = 0;
+  double wall_s = 0.0;  // training clock after this step
+  double lr = 0.0;
+  double train_loss = 0.0;  // mean over the global batch, before the update
+  double grad_norm = 0.0;   // L2 norm of the accumulated gradient, before clipping
+  double samples_per_s = 0.0;
+};
+
+struct EvalRecord {
+  int64_t step = 0;
+  double epoch = 0.0;
+  int64_t samples = 0;
+  double wall_s = 0.0;  // training clock
+  double train_loss = 0.0;  // eval mode, fixed training sample
+  double train_acc = 0.0;
+  double test_loss = 0.0;
+  double test_acc = 0.0;
+  double gap_loss = 0.0;  // test_loss - train_loss
+  double gap_acc = 0.0;   // train_acc - test_acc
+  double eval_s = 0.0;    // time the evaluation itself took
+};
+
+struct MilestoneRecord {
+  std::string metric;
+  double target = 0.0;
+  int64_t step = 0;
+  double epoch = 0.0;
+  int64_t samples = 0;
+  double wall_s = 0.0;   // training clock
+  double total_s = 0.0;  // everything since the run started, evaluation included
+};
+
+// One parameter tensor's statistics at one step (the LARS paper's per-layer figure).
+struct LayerStatRecord {
+  int64_t step = 0;  // 0-based index of the update
+  std::string layer;
+  int64_t numel = 0;
+  double weight_norm = 0.0;  // ||w|| before the update
+  double grad_norm = 0.0;    // ||g|| of the accumulated gradient
+  double ratio = 0.0;        // ||w|| / ||g|| (infinite when ||g|| = 0)
+  std::optional<double> trust_ratio;  // what LARS/LAMB applied; none for other optimizers
+  double update_norm = 0.0;  // ||w_after - w_before||
+};
+
+struct NoiseRecord {
+  int64_t step = 0;
+  int64_t b_small = 0;
+  int64_t b_big = 0;
+  double g2 = 0.0;
+  double trace_sigma = 0.0;
+  double b_simple = 0.0;
+};
+
+// How a run ended. `diverged` is a result, `failed` a crash, `preempted` an interruption to resume.
+enum class RunStatus { done, diverged, failed, preempted };
+const char* to_string(RunStatus status);
+
+struct RunOutcome {
+  RunStatus status = RunStatus::done;
+  std::string error;  // why, for every status but done
+  int64_t last_step = 0;  // updates done
+  double train_s = 0.0;
+};
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void run_started(const RunGeometry&) {}
+  virtual void step(const StepRecord&) {}
+  virtual void eval(const EvalRecord&) {}
+  virtual void milestone(const MilestoneRecord&) {}
+  virtual void layer_stats(const std::vector<LayerStatRecord>&) {}
+  virtual void noise_scale(const NoiseRecord&) {}
+  // Free-form notes the run should keep (e.g. "noise scale needs accumulation >= 2").
+  virtual void note(const std::string&) {}
+  virtual void run_finished(const RunOutcome&) {}
+  // Blocks until everything reported so far is stored.
+  virtual void flush() {}
+};
+
+// Forwards every call to each of its reporters, in order.
+class FanoutReporter : public Reporter {
+ public:
+  void add(std::shared_ptr<Reporter> reporter) { reporters_.push_back(std::move(reporter)); }
+  void run_started(const RunGeometry& g) override;
+  void step(const StepRecord& r) override;
+  void eval(const EvalRecord& r) override;
+  void milestone(const MilestoneRecord& r) override;
+  void layer_stats(const std::vector<LayerStatRecord>& rows) override;
+  void noise_scale(const NoiseRecord& r) override;
+  void note(const std::string& text) override;
+  void run_finished(const RunOutcome& o) override;
+  void flush() override;
+
+ private:
+  std::vector<std::shared_ptr<Reporter>> reporters_;
+};
+
+}  // namespace batchlab::train

@@ -1,0 +1,60 @@
+// The one interface every task implements (model + data + loss + metric). The trainer never
+// branches on a task or model name: image classification, MLM pretraining and test fixtures all
+// look the same from here.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/optim/factory.h"
+
+namespace batchlab::train {
+
+enum class Split { train, test };
+
+// Examples of one batch, already on the training device.
+struct Batch {
+  torch::Tensor inputs;   // task-defined, e.g. float [B, C, H, W]
+  torch::Tensor targets;  // task-defined, e.g. int64 [B]
+  int64_t size = 0;       // examples in the batch
+};
+
+// What one forward pass yields. The loss is a mean so backward() sees the usual scale; `correct`
+// and `count` are sums so micro-batches and evaluation chunks add up exactly.
+struct BatchOutput {
+  torch::Tensor loss;     // 0-dim float: mean loss over the `count` items
+  torch::Tensor correct;  // 0-dim: number of correct predictions among them
+  int64_t count = 0;      // items the loss and metric are over (examples; masked tokens for MLM)
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+
+  // The network being trained; its train()/eval() mode is set by the trainer.
+  virtual torch::nn::Module& model() = 0;
+
+  // Parameters with their names, in a fixed order (optimizer groups, per-layer statistics).
+  virtual std::vector<optim::NamedParameter> named_parameters();
+
+  virtual int64_t size(Split split) const = 0;
+
+  // The examples at `indices` (int64 [n]) of a split, on the device. With `augment_seed` the
+  // training-time random transform is applied, drawn deterministically from that seed so a batch
+  // is the same whatever the thread or process that builds it.
+  virtual Batch make_batch(Split split, const torch::Tensor& indices,
+                           std::optional<uint64_t> augment_seed) = 0;
+
+  // Forward pass and loss in the model's current mode.
+  virtual BatchOutput forward(const Batch& batch) = 0;
+
+  // Name of the accuracy-like metric ("acc" for top-1, "mlm_acc" for masked tokens).
+  virtual std::string metric_name() const { return "acc"; }
+};
+
+}  // namespace batchlab::train

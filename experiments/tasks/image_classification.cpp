@@ -1,0 +1,68 @@
+#include "experiments/tasks/image_classification.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+namespace batchlab::experiments {
+
+ImageClassificationTask::ImageClassificationTask(data::ImageDataset dataset,
+                                                 std::shared_ptr<models::ImageClassifier> model,
+                                                 bool augment, torch::Device device)
+    : dataset_(std::move(dataset)), model_(std::move(model)), augment_(augment), device_(device) {
+  model_->to(device_);
+  // The dataset's per-channel statistics (whole training split), kept on the device.
+  const auto c = static_cast<int64_t>(dataset_.mean.size());
+  auto as_tensor = [&](const std::vector<double>& v) {
+    return torch::tensor(v, torch::kFloat64).view({1, c, 1, 1}).to(torch::kFloat32).to(device_);
+  };
+  mean_ = as_tensor(dataset_.mean);
+  std_ = as_tensor(dataset_.stddev);
+}
+
+int64_t ImageClassificationTask::size(train::Split split) const {
+  return split == train::Split::train ? dataset_.train_labels.size(0)
+                                      : dataset_.test_labels.size(0);
+}
+
+torch::Tensor random_crop_flip(const torch::Tensor& images, int64_t pad, uint64_t seed) {
+  const int64_t n = images.size(0), c = images.size(1), h = images.size(2), w = images.size(3);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto dy = torch::randint(0, 2 * pad + 1, {n, 1, 1}, gen, torch::kInt64);
+  auto dx = torch::randint(0, 2 * pad + 1, {n, 1, 1}, gen, torch::kInt64);
+  auto flip = torch::randint(0, 2, {n, 1, 1}, gen, torch::kInt64);
+
+  const int64_t hp = h + 2 * pad, wp = w + 2 * pad;
+  auto padded = torch::constant_pad_nd(images, {pad, pad, pad, pad}, 0);  // [n, c, hp, wp]
+  auto rows = torch::arange(h, torch::kInt64).view({1, h, 1}) + dy;       // [n, h, 1]
+  auto cols = torch::arange(w, torch::kInt64).view({1, 1, w});            // [1, 1, w]
+  cols = torch::where(flip.to(torch::kBool), (w - 1) - cols, cols) + dx;  // [n, 1, w]
+  auto flat = (rows * wp + cols).view({n, 1, h * w}).expand({n, c, h * w});
+  return padded.reshape({n, c, hp * wp}).gather(2, flat).view({n, c, h, w});
+}
+
+train::Batch ImageClassificationTask::make_batch(train::Split split, const torch::Tensor& indices,
+                                                 std::optional<uint64_t> augment_seed) {
+  const bool is_train = split == train::Split::train;
+  const auto& images = is_train ? dataset_.train_images : dataset_.test_images;
+  const auto& labels = is_train ? dataset_.train_labels : dataset_.test_labels;
+  auto x = images.index_select(0, indices);  // uint8 [n, C, H, W]
+  if (augment_ && augment_seed && is_train) x = random_crop_flip(x, 2, *augment_seed);
+
+  train::Batch batch;
+  // Normalize on the device: the host sends uint8, a quarter of the float bytes.
+  batch.inputs = x.to(device_).to(torch::kFloat32).div_(255.0).sub_(mean_).div_(std_);
+  batch.targets = labels.index_select(0, indices).to(device_);
+  batch.size = indices.size(0);
+  return batch;
+}
+
+train::BatchOutput ImageClassificationTask::forward(const train::Batch& batch) {
+  auto logits = model_->forward(batch.inputs);  // [n, classes]
+  train::BatchOutput out;
+  out.loss = torch::nn::functional::cross_entropy(logits, batch.targets);
+  out.correct = logits.argmax(1).eq(batch.targets).sum();
+  out.count = batch.size;
+  return out;
+}
+
+}  // namespace batchlab::experiments

@@ -1,0 +1,42 @@
+// Image classification: an ImageClassifier on an in-memory ImageDataset with cross-entropy loss and
+// top-1 accuracy. Images stay uint8 in memory; a batch is gathered, optionally augmented (random
+// crop from a 2-pixel zero padding and horizontal flip, one vectorized gather for the whole batch),
+// converted to float and normalized with the training set's per-channel mean and std.
+#pragma once
+
+#include <memory>
+
+#include "core/train/task.h"
+#include "experiments/data/image_dataset.h"
+#include "models/network.h"
+
+namespace batchlab::experiments {
+
+class ImageClassificationTask : public train::Task {
+ public:
+  ImageClassificationTask(data::ImageDataset dataset,
+                          std::shared_ptr<models::ImageClassifier> model, bool augment,
+                          torch::Device device);
+
+  torch::nn::Module& model() override { return *model_; }
+  int64_t size(train::Split split) const override;
+  train::Batch make_batch(train::Split split, const torch::Tensor& indices,
+                          std::optional<uint64_t> augment_seed) override;
+  train::BatchOutput forward(const train::Batch& batch) override;
+
+  const data::ImageDataset& dataset() const { return dataset_; }
+
+ private:
+  data::ImageDataset dataset_;
+  std::shared_ptr<models::ImageClassifier> model_;
+  bool augment_;
+  torch::Device device_;
+  torch::Tensor mean_;  // float [1, C, 1, 1]
+  torch::Tensor std_;   // float [1, C, 1, 1]
+};
+
+// uint8 [n, C, H, W] -> uint8 [n, C, H, W]: each image shifted by a random offset in
+// [-pad, pad]^2 (zero fill) and flipped horizontally with probability 1/2, drawn from `seed`.
+torch::Tensor random_crop_flip(const torch::Tensor& images, int64_t pad, uint64_t seed);
+
+}  // namespace batchlab::experiments

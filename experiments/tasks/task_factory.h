@@ -1,0 +1,22 @@
+// Builds the task a configuration asks for: the one place that maps data sets and models to a Task.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment_config.h"
+#include "core/train/task.h"
+
+namespace batchlab::experiments {
+
+// Loads the data, builds the model (after the caller seeded the RNG) and wires them into a task.
+std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
+                                       const config::DataConfig& data,
+                                       const config::BatchConfig& batch,
+                                       const config::TrainConfig& train);
+
+// Valid values of data.dataset, for config validation.
+std::vector<std::string> dataset_names();
+
+}  // namespace batchlab::experiments

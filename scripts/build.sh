@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds batchlab into build/ (Release, warnings as errors). Usage: scripts/build.sh [targets...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+jobs=${BATCHLAB_JOBS:-$(nproc)}
+if [[ ! -f build/CMakeCache.txt ]]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+fi
+if [[ $# -gt 0 ]]; then
+  cmake --build build -j "$jobs" --target "$@"
+else
+  cmake --build build -j "$jobs"
+fi

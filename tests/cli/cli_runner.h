@@ -1,0 +1,80 @@
+// Runs the built `batchlab` binary as a user would and captures its exit code and output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace batchlab::cli::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// `args` are already shell-quoted where needed.
+inline CommandResult run_batchlab(const std::string& args) {
+  const std::string cmd = std::string(BATCHLAB_BINARY) + " " + args + " 2>&1";
+  CommandResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A fresh directory under the system temp dir, removed with the object.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag) {
+    path = std::filesystem::temp_directory_path() /
+           ("batchlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string file(const std::string& name, const std::string& content = "") const {
+    auto p = path / name;
+    if (!content.empty()) std::ofstream(p) << content;
+    return p.string();
+  }
+};
+
+// A tiny, fast experiment on the synthetic data set (a second or two on 2 cores).
+inline const char* kTinyConfig = R"(schema_version = 1
+[model]
+arch = "small_resnet"
+width = 8
+[data]
+dataset = "synthetic"
+train_size = 512
+test_size = 256
+eval_train_samples = 256
+[batch]
+global = 64
+micro = 32
+[optim]
+name = "sgd"
+base_lr = 0.05
+[schedule]
+epochs = 2
+[train]
+threads = 1
+)";
+
+}  // namespace batchlab::cli::testing
