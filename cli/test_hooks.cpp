@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <regex>
@@ -21,7 +23,11 @@ class FaultInjector : public train::Reporter {
     std::fflush(stdout);
     if (action_ == "kill") std::raise(SIGKILL);
     if (action_ == "term") std::raise(SIGTERM);  // handled: the run ends as preempted
-    if (action_ == "crash") std::abort();
+    if (action_ == "crash") {
+      rlimit no_core{0, 0};  // a test crash must not litter the working directory with a core file
+      ::setrlimit(RLIMIT_CORE, &no_core);
+      std::abort();
+    }
   }
 
  private:

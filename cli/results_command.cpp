@@ -1,0 +1,80 @@
+// `batchlab results ingest --db PATH [RECORDS.db|DIR]...`: folds job record files into a database
+// (results/ingest.h), idempotently. Without paths, every records.db under the default runs folder
+// of the sweeps whose database is PATH (sweeps/run_layout.h: results/x.db -> runs/).
+// `batchlab results snapshot SOURCE.db OUT.db`: a consistent single-file copy of a database that
+// may be in WAL mode and still written, for readers on other hosts.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "cli/app.h"
+#include "cli/args.h"
+#include "core/errors.h"
+#include "results/ingest.h"
+#include "sweeps/run_layout.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: batchlab results ingest --db PATH [RECORDS.db|DIR]...\n"
+    "       batchlab results snapshot SOURCE.db OUT.db\n";
+
+int ingest(const std::vector<std::string>& argv) {
+  Args args(argv, {{"db", true, false}}, "batchlab results ingest --db PATH [RECORDS.db|DIR]...");
+  const auto db = args.value("db");
+  if (!db) throw UsageError("missing --db PATH\nusage: " + args.usage());
+  std::vector<std::string> roots = args.positionals();
+  if (roots.empty()) roots.push_back(sweeps::default_runs_root(*db));
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& root : roots) {
+    if (fs::is_regular_file(root, ec)) {
+      files.push_back(root);
+      continue;
+    }
+    if (!fs::is_directory(root, ec)) throw InputError(fmt::format("{}: no such file or folder", root));
+    for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      // A live coordinator writes this sweep's database: folding beside it would make two writers.
+      if (it->path().filename() == "coordinator.lock" && sweeps::lock_held(it->path().string())) {
+        throw Error(fmt::format("{} is held ({}): a sweep coordinator is running; it folds the "
+                                "records itself",
+                                it->path().string(), sweeps::lock_description(it->path().string())));
+      }
+      if (it->path().filename() == "records.db") files.push_back(it->path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  results::Ingester ingester(*db);
+  size_t runs = 0;
+  for (const auto& file : files) runs += ingester.ingest(file).size();
+  fmt::print("ingested {} run(s) from {} records file(s) into {}\n", runs, files.size(), *db);
+  return kExitOk;
+}
+
+int snapshot(const std::vector<std::string>& argv) {
+  Args args(argv, {}, "batchlab results snapshot SOURCE.db OUT.db");
+  if (args.positionals().size() != 2) throw UsageError("usage: " + args.usage());
+  results::snapshot_database(args.positionals()[0], args.positionals()[1]);
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_results(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
+    std::fputs(kUsage, argv.empty() ? stderr : stdout);
+    return argv.empty() ? kExitBadInput : kExitOk;
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (argv[0] == "ingest") return ingest(rest);
+  if (argv[0] == "snapshot") return snapshot(rest);
+  throw UsageError(fmt::format("unknown results subcommand '{}'\n{}", argv[0], kUsage));
+}
+
+}  // namespace batchlab::cli

@@ -1,0 +1,160 @@
+// `batchlab sweep plan|run|status|submit`: dispatch, and the Slurm subcommands.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <unistd.h>
+
+#include "cli/app.h"
+#include "cli/args.h"
+#include "cli/sweep_commands.h"
+#include "cli/sweep_context.h"
+#include "core/errors.h"
+#include "sweeps/slurm.h"
+#include "sweeps/sweep_records.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+constexpr const char* kSweepUsage =
+    "usage: batchlab sweep <plan|run|status|submit> SWEEP.toml [options]\n"
+    "  plan SWEEP.toml [--format table|json]                 expand and validate, run nothing\n"
+    "  run SWEEP.toml [--workers N] [--devices LIST] [--retries K]\n"
+    "                                                        run what is missing, locally\n"
+    "  status SWEEP.toml                                     counts, progress, failures\n"
+    "  submit SWEEP.toml --slurm [--partition P] [--time T] [--gpus-per-job G]\n"
+    "         [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... [--dry-run]\n"
+    "                                                        one Slurm job array\n";
+
+std::atomic<int> g_task_stop{0};
+extern "C" void on_task_signal(int) { g_task_stop.fetch_add(1); }
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
+    std::fputs(kSweepUsage, argv.empty() ? stderr : stdout);
+    return argv.empty() ? kExitBadInput : kExitOk;
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  const std::string& sub = argv[0];
+  if (sub == "plan") return cmd_sweep_plan(rest);
+  if (sub == "run") return cmd_sweep_run(rest);
+  if (sub == "status") return cmd_sweep_status(rest);
+  if (sub == "submit") return cmd_sweep_submit(rest);
+  if (sub == "slurm-task") return cmd_sweep_slurm_task(rest);
+  throw UsageError(fmt::format("unknown sweep subcommand '{}'\n{}", sub, kSweepUsage));
+}
+
+int cmd_sweep_submit(const std::vector<std::string>& argv) {
+  Args args(argv,
+            {{"slurm", false, false},
+             {"partition", true, false},
+             {"time", true, false},
+             {"gpus-per-job", true, false},
+             {"max-parallel", true, false},
+             {"cpus-per-task", true, false},
+             {"sbatch-arg", true, true},
+             {"dry-run", false, false}},
+            "batchlab sweep submit SWEEP.toml --slurm [--partition P] [--time T] "
+            "[--gpus-per-job G] [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... "
+            "[--dry-run]");
+  const std::string spec_path = args.positional("SWEEP.toml");
+  if (!args.flag("slurm")) {
+    throw UsageError("name the scheduler: --slurm (the only one supported)\nusage: " + args.usage());
+  }
+  sweeps::SlurmOptions options;
+  options.batchlab = self_executable();
+  options.partition = args.value("partition").value_or("");
+  options.time = args.value("time").value_or("");
+  options.gpus_per_job = static_cast<int>(args.integer("gpus-per-job").value_or(0));
+  options.max_parallel = static_cast<int>(args.integer("max-parallel").value_or(0));
+  options.extra_args = args.values("sbatch-arg");
+  options.submit = !args.flag("dry-run");
+  if (options.gpus_per_job < 0 || options.max_parallel < 0) {
+    throw UsageError("--gpus-per-job and --max-parallel must be >= 0\nusage: " + args.usage());
+  }
+
+  auto ctx = load_sweep(spec_path, /*keep_config_toml=*/true);
+  int64_t threads = 0;
+  for (const auto& job : ctx.plan.jobs) threads = std::max(threads, job.threads);
+  options.cpus_per_task = static_cast<int>(args.integer("cpus-per-task").value_or(threads));
+  auto lock = try_coordinator_lock(ctx.layout, "submit");
+  if (!lock) {
+    throw Error(fmt::format("sweep {} is being run or checked by another process ({})",
+                            ctx.spec.name,
+                            sweeps::lock_description(ctx.layout.coordinator_lock_path())));
+  }
+  sweeps::SweepRecords records(ctx.spec, ctx.layout);
+  records.register_plan(ctx.spec, ctx.plan);
+  const auto submitted = sweeps::slurm_submitted_runs(ctx.layout);
+  std::set<std::string> active;
+  if (!submitted.empty()) {
+    auto asked = sweeps::slurm_active_runs(ctx.layout, ctx.spec.name);
+    active = asked ? *asked : submitted;
+  }
+  const auto alive = records.reconcile(ctx.plan, active);
+  const auto runs = records.runs();
+  std::vector<const sweeps::Job*> pending;
+  size_t settled = 0;
+  for (const auto& job : ctx.plan.jobs) {
+    auto it = runs.find(job.run_id);
+    if (it != runs.end() && sweeps::is_settled(it->second.status)) {
+      ++settled;
+    } else if (active.count(job.run_id) == 0 && alive.count(job.run_id) == 0) {
+      ctx.layout.write_config(job.run_id, job.config_toml);
+      pending.push_back(&job);
+    }
+  }
+  if (pending.empty()) {
+    fmt::print("sweep {}: nothing to submit ({} settled, {} queued or running)\n", ctx.spec.name,
+               settled, ctx.plan.jobs.size() - settled);
+    return kExitOk;
+  }
+  const auto submission = sweeps::submit_array(ctx.spec.name, pending, ctx.layout, options);
+  if (submission.job_id.empty()) {
+    fmt::print("sweep {}: wrote {} ({} tasks, task list {}); not submitted (--dry-run)\n",
+               ctx.spec.name, submission.script, submission.task_count, submission.tasks);
+  } else {
+    fmt::print("sweep {}: submitted Slurm job {} with {} array tasks ({} settled already)\n"
+               "  script {}\n  `batchlab sweep status {}` folds their records into {}\n",
+               ctx.spec.name, submission.job_id, submission.task_count, settled, submission.script,
+               spec_path, ctx.spec.results);
+  }
+  return kExitOk;
+}
+
+int cmd_sweep_slurm_task(const std::vector<std::string>& argv) {
+  Args args(argv, {{"snapshot-every", true, false}},
+            "batchlab sweep slurm-task TASKS_FILE INDEX [--snapshot-every SECONDS]");
+  if (args.positionals().size() != 2) throw UsageError("usage: " + args.usage());
+  size_t index = 0;
+  try {
+    index = std::stoul(args.positionals()[1]);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("INDEX {}: not a number\nusage: {}", args.positionals()[1],
+                                 args.usage()));
+  }
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "";
+  };
+  std::string tmp = env("SLURM_TMPDIR");
+  if (tmp.empty()) tmp = env("TMPDIR");
+  if (tmp.empty()) tmp = "/tmp";
+  const std::string local = fmt::format("{}/batchlab-{}-{}-{}", tmp, env("SLURM_JOB_ID"), index,
+                                        ::getpid());
+  std::signal(SIGTERM, on_task_signal);
+  std::signal(SIGINT, on_task_signal);
+  const int code = sweeps::run_slurm_task(
+      self_executable(), args.positionals()[0], index, local,
+      std::chrono::seconds(args.integer("snapshot-every").value_or(30)), &g_task_stop);
+  return code == 0 ? kExitOk : kExitFailed;
+}
+
+}  // namespace batchlab::cli

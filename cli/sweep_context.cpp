@@ -1,0 +1,122 @@
+#include "cli/sweep_context.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "experiments/data/fashion_mnist.h"
+#include "experiments/tasks/task_factory.h"
+#include "models/registry.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sizes of the training splits (experiments/data/image_dataset.cpp: fashion_mnist is the real
+// 60,000-image split; synthetic generates 4,096 unless data.train_size says otherwise).
+constexpr int64_t kFashionMnistTrain = 60000;
+constexpr int64_t kSyntheticTrain = 4096;
+
+// Whether the Fashion-MNIST files are where a job will look; asked once per folder, as a sweep
+// of 100,000 jobs shares one or two folders.
+bool fashion_mnist_present(const std::string& dir) {
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(dir);
+  if (it != known.end()) return it->second;
+  const fs::path root = dir.empty() ? fs::path(data::kFashionMnistDefaultDir) : fs::path(dir);
+  std::error_code ec;
+  std::string plain = data::kFashionMnistTrainImages;
+  plain.resize(plain.size() - 3);  // without ".gz"
+  const bool present = fs::exists(root / data::kFashionMnistTrainImages, ec) ||
+                       fs::exists(root / plain, ec);
+  known.emplace(dir, present);
+  return present;
+}
+
+}  // namespace
+
+sweeps::PlanOptions cli_plan_options() {
+  sweeps::PlanOptions options;
+  for (const auto& m : models::list_models()) options.load.model_archs.push_back(m.name);
+  options.load.datasets = experiments::dataset_names();
+  options.train_size = [](const config::DataConfig& data) {
+    sweeps::TrainSize size;
+    if (data.dataset == "fashion_mnist") {
+      if (!fashion_mnist_present(data.path)) {
+        size.error_key = "data.path";
+        size.error = fmt::format(
+            "Fashion-MNIST files not found in {} (install dataset-fashion-mnist: "
+            "scripts/setup.sh, or set data.path)",
+            data.path.empty() ? data::kFashionMnistDefaultDir : data.path);
+      } else if (data.train_size > kFashionMnistTrain) {
+        size.error_key = "data.train_size";
+        size.error = fmt::format("larger than Fashion-MNIST's {} training images", kFashionMnistTrain);
+      }
+      size.samples = data.train_size > 0 ? data.train_size : kFashionMnistTrain;
+    } else if (data.dataset == "synthetic") {
+      size.samples = data.train_size > 0 ? data.train_size : kSyntheticTrain;
+    }
+    return size;
+  };
+  return options;
+}
+
+SweepContext load_sweep(const std::string& spec_path, bool keep_config_toml) {
+  SweepContext ctx;
+  ctx.spec = sweeps::load_sweep_spec(spec_path);
+  auto options = cli_plan_options();
+  options.keep_config_toml = keep_config_toml;
+  ctx.plan = sweeps::expand(ctx.spec, options);
+  ctx.layout = sweeps::RunLayout(ctx.spec.runs_dir);
+  return ctx;
+}
+
+std::optional<sweeps::FileLock> try_coordinator_lock(const sweeps::RunLayout& layout,
+                                                     const std::string& what) {
+  auto lock = sweeps::FileLock::try_acquire(layout.coordinator_lock_path());
+  if (lock) lock->describe(fmt::format("pid {}: batchlab sweep {}\n", ::getpid(), what));
+  return lock;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto path = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("batchlab") : path.string();
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<int>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string format_seconds(double seconds) {
+  if (seconds < 60.0) return fmt::format("{:.1f}s", seconds);
+  const int total = static_cast<int>(seconds + 0.5);
+  if (total < 3600) return fmt::format("{}m{:02d}s", total / 60, total % 60);
+  return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
+}
+
+}  // namespace batchlab::cli

@@ -1,0 +1,50 @@
+#include "sweeps/derived.h"
+
+#include <fmt/format.h>
+
+#include "core/optim/lr_schedule.h"
+#include "core/train/data_order.h"
+
+namespace batchlab::sweeps {
+
+DerivedValues derive_values(const config::ExperimentConfig& config,
+                            std::optional<int64_t> train_size, std::vector<Diagnostic>& out) {
+  DerivedValues d;
+  const auto& batch = config.batch;
+  try {
+    d.peak_lr = optim::scaled_peak_lr(config.optim, batch.global);
+  } catch (const ConfigError& e) {
+    out.insert(out.end(), e.diagnostics().begin(), e.diagnostics().end());
+    return d;
+  }
+  // Jobs run as one process each: world size 1 (the divisibility rule was checked with it).
+  d.micro_batch = batch.micro > 0 ? batch.micro : batch.global;
+  d.accum_steps = d.micro_batch > 0 ? batch.global / d.micro_batch : 0;
+  if (!train_size) return d;
+  d.train_size = train_size;
+  if (batch.global > *train_size) {
+    out.push_back(Diagnostic{
+        "", 0, 0, "batch.global", std::to_string(batch.global),
+        fmt::format("larger than the training set ({} examples): no full batch per epoch; lower "
+                    "batch.global or use more data (data.train_size)",
+                    *train_size)});
+    return d;
+  }
+  try {
+    const auto g = train::make_batch_geometry(batch.global, batch.micro, 1, *train_size);
+    d.micro_batch = g.micro;
+    d.accum_steps = g.accum;
+    d.steps_per_epoch = g.steps_per_epoch;
+    d.dropped_per_epoch = g.dropped_per_epoch;
+    const optim::LrSchedule schedule(config.schedule, d.peak_lr, g.steps_per_epoch);
+    d.warmup_steps = schedule.warmup_steps();
+    d.total_steps = schedule.total_steps();
+  } catch (const ConfigError& e) {
+    out.insert(out.end(), e.diagnostics().begin(), e.diagnostics().end());
+  } catch (const InputError& e) {
+    out.push_back(Diagnostic{"", 0, 0, "batch", "", e.what()});
+  }
+  return d;
+}
+
+}  // namespace batchlab::sweeps

@@ -1,0 +1,37 @@
+// What a job's configuration implies before it runs: the peak learning rate after the scaling
+// rule, the batch geometry (accumulation, steps per epoch, samples an incomplete last batch drops)
+// and the schedule's warmup and total steps. Computed with the trainer's own functions
+// (optim::scaled_peak_lr, optim::LrSchedule, train::make_batch_geometry), so `sweep plan` shows
+// exactly what the run will record, without loading any data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment_config.h"
+#include "core/errors.h"
+
+namespace batchlab::sweeps {
+
+struct DerivedValues {
+  double peak_lr = 0.0;
+  int64_t micro_batch = 0;
+  int64_t accum_steps = 0;
+  // From here on: unknown (nullopt) when the training set size is not known.
+  std::optional<int64_t> train_size;
+  std::optional<int64_t> steps_per_epoch;
+  std::optional<int64_t> dropped_per_epoch;
+  std::optional<int64_t> warmup_steps;  // 0 under a wall-clock budget
+  std::optional<int64_t> total_steps;   // 0 under a wall-clock budget
+};
+
+// `train_size`: samples in the training split the job will use (nullopt: unknown). Problems the
+// config rules cannot see, because they need the data size (a global batch larger than the
+// training set, a schedule inconsistent with the resulting step count), are appended to `out` as
+// diagnostics keyed by full path.
+DerivedValues derive_values(const config::ExperimentConfig& config,
+                            std::optional<int64_t> train_size, std::vector<Diagnostic>& out);
+
+}  // namespace batchlab::sweeps

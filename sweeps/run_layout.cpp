@@ -1,0 +1,120 @@
+#include "sweeps/run_layout.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace batchlab::sweeps {
+
+namespace fs = std::filesystem;
+
+std::string default_runs_root(const std::string& results_db) {
+  const fs::path folder = fs::path(results_db).parent_path();
+  const fs::path parent = folder.filename() == "results" ? folder.parent_path() : folder;
+  return (parent / "runs").string();
+}
+
+RunLayout::RunLayout(std::string runs_dir) : root_(std::move(runs_dir)) {}
+
+std::string RunLayout::dir(const std::string& run_id) const { return (fs::path(root_) / run_id).string(); }
+std::string RunLayout::config_path(const std::string& run_id) const {
+  return (fs::path(dir(run_id)) / "config.toml").string();
+}
+std::string RunLayout::records_path(const std::string& run_id) const {
+  return (fs::path(dir(run_id)) / "records.db").string();
+}
+std::string RunLayout::log_path(const std::string& run_id) const {
+  return (fs::path(dir(run_id)) / "log.txt").string();
+}
+std::string RunLayout::lock_path(const std::string& run_id) const {
+  return (fs::path(dir(run_id)) / "job.lock").string();
+}
+std::string RunLayout::coordinator_lock_path() const {
+  return (fs::path(root_) / "coordinator.lock").string();
+}
+std::string RunLayout::slurm_dir() const { return (fs::path(root_) / "slurm").string(); }
+
+void RunLayout::write_config(const std::string& run_id, const std::string& canonical_toml) const {
+  const std::string path = config_path(run_id);
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream current;
+      current << in.rdbuf();
+      if (current.str() == canonical_toml) return;
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(dir(run_id), ec);
+  if (ec) throw Error(fmt::format("cannot create run folder {}: {}", dir(run_id), ec.message()));
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << canonical_toml;
+    if (!out) throw Error(fmt::format("cannot write {}", tmp));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error(fmt::format("cannot move {} into place: {}", path, ec.message()));
+}
+
+std::optional<FileLock> FileLock::try_acquire(const std::string& path) {
+  std::error_code ec;
+  const auto parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("cannot open lock file {}: {}", path, std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  return FileLock(fd);
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void FileLock::describe(const std::string& text) {
+  if (fd_ < 0) return;
+  if (::ftruncate(fd_, 0) != 0) return;
+  const ssize_t written = ::pwrite(fd_, text.data(), text.size(), 0);
+  (void)written;  // only informative
+}
+
+bool lock_held(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
+std::string lock_description(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace batchlab::sweeps

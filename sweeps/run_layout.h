@@ -1,0 +1,74 @@
+// Where a sweep keeps its jobs' files, and the locks that keep one writer per file.
+//
+//   <runs_dir>/coordinator.lock        held by the one `sweep run|status|submit` allowed to write
+//                                      the sweep database at a time
+//   <runs_dir>/<run_id>/config.toml    the job's canonical TOML: `batchlab train config.toml --run-id
+//                                      <run_id>` reproduces the run id (canonical TOML is a fixed point)
+//   <runs_dir>/<run_id>/records.db     the job's own SQLite file, written only by that job
+//   <runs_dir>/<run_id>/log.txt        its stdout and stderr, every attempt appended
+//   <runs_dir>/<run_id>/job.lock       held by the job's process while it lives
+//   <runs_dir>/slurm/                  sbatch scripts, task lists, submissions.txt
+//
+// Locks are flock(2) locks: the kernel drops them when their holder dies in any way (kill -9
+// included), so a lock that can be taken proves that nobody holds it any more.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace batchlab::sweeps {
+
+// The folder that holds a sweep's run folders by default, given its database path: `runs` beside
+// a `results/` folder (results/x.db -> runs, which .gitignore covers), otherwise `runs` inside the
+// database's own folder (/scratch/x.db -> /scratch/runs). A sweep's runs are <that>/<sweep name>.
+std::string default_runs_root(const std::string& results_db);
+
+class RunLayout {
+ public:
+  explicit RunLayout(std::string runs_dir);
+
+  const std::string& root() const { return root_; }
+  std::string dir(const std::string& run_id) const;
+  std::string config_path(const std::string& run_id) const;
+  std::string records_path(const std::string& run_id) const;
+  std::string log_path(const std::string& run_id) const;
+  std::string lock_path(const std::string& run_id) const;
+  std::string coordinator_lock_path() const;
+  std::string slurm_dir() const;
+
+  // Writes config.toml (creating the folder) unless it already holds exactly `canonical_toml`;
+  // through a temporary file and a rename, so a reader never sees half a file.
+  void write_config(const std::string& run_id, const std::string& canonical_toml) const;
+
+ private:
+  std::string root_;
+};
+
+// An exclusive flock on a file, released on destruction (or by the kernel when the process ends).
+class FileLock {
+ public:
+  // nullopt when another process holds it. Creates the file (and its folder) when missing.
+  // Throws batchlab::Error when the file cannot be opened.
+  static std::optional<FileLock> try_acquire(const std::string& path);
+  ~FileLock();
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  int fd() const { return fd_; }
+  // Records `text` in the lock file (e.g. the holder's pid), for messages of those who wait.
+  void describe(const std::string& text);
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// Whether some process holds the lock on `path` (false when the file does not exist).
+bool lock_held(const std::string& path);
+
+// The text a holder recorded with FileLock::describe ("" when none).
+std::string lock_description(const std::string& path);
+
+}  // namespace batchlab::sweeps

@@ -1,0 +1,259 @@
+#include "sweeps/slurm.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "results/errors.h"
+#include "results/ingest.h"
+#include "results/rows.h"
+#include "results/store.h"
+#include "sweeps/process.h"
+
+namespace batchlab::sweeps {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a command, returning its exit status and its stdout (stderr joined in).
+std::pair<int, std::string> capture(const std::string& command) {
+  std::string output;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+// (job id, tasks file) of every submission from this runs folder.
+std::vector<std::pair<std::string, std::string>> submissions(const RunLayout& layout) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& line : read_lines((fs::path(layout.slurm_dir()) / "submissions.txt").string())) {
+    std::istringstream fields(line);
+    std::string id, tasks;
+    if (fields >> id >> tasks) out.emplace_back(id, tasks);
+  }
+  return out;
+}
+
+std::string stamp() {
+  std::string now = results::utc_now();  // 2024-05-01T12:34:56.789Z
+  std::string out;
+  for (char c : now) {
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == 'T') out += c;
+  }
+  return fmt::format("{}-{}", out, ::getpid());
+}
+
+}  // namespace
+
+std::string sbatch_script(const std::string& sweep_name, const std::string& tasks_path,
+                          size_t task_count, const RunLayout& layout, const SlurmOptions& options) {
+  const std::string out_pattern =
+      (fs::absolute(layout.slurm_dir()) / (fs::path(tasks_path).stem().string() + "-%a.out"))
+          .string();
+  std::string s = "#!/bin/bash\n";
+  s += fmt::format("#SBATCH --job-name=batchlab-{}\n", sweep_name);
+  s += fmt::format("#SBATCH --array=0-{}{}\n", task_count - 1,
+                   options.max_parallel > 0 ? fmt::format("%{}", options.max_parallel) : "");
+  s += fmt::format("#SBATCH --output={}\n", out_pattern);
+  s += "#SBATCH --ntasks=1\n";
+  if (!options.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", options.partition);
+  if (!options.time.empty()) s += fmt::format("#SBATCH --time={}\n", options.time);
+  if (options.gpus_per_job > 0) s += fmt::format("#SBATCH --gres=gpu:{}\n", options.gpus_per_job);
+  if (options.cpus_per_task > 0) {
+    s += fmt::format("#SBATCH --cpus-per-task={}\n", options.cpus_per_task);
+  }
+  // Preemption: ask for SIGTERM ahead of the kill, so the job can record `preempted`.
+  s += "#SBATCH --signal=B:TERM@60\n";
+  for (const auto& extra : options.extra_args) s += fmt::format("#SBATCH {}\n", extra);
+  s += fmt::format(
+      "# Written by `batchlab sweep submit` for sweep {}: array task i runs the job whose run folder\n"
+      "# is line i+1 of the task list, with its records on node-local disk, published as snapshots.\n",
+      sweep_name);
+  s += fmt::format("exec {} sweep slurm-task {} \"$SLURM_ARRAY_TASK_ID\"\n",
+                   shell_quote(options.batchlab), shell_quote(fs::absolute(tasks_path).string()));
+  return s;
+}
+
+SlurmSubmission submit_array(const std::string& sweep_name, const std::vector<const Job*>& jobs,
+                             const RunLayout& layout, const SlurmOptions& options) {
+  SlurmSubmission out;
+  if (jobs.empty()) return out;
+  std::error_code ec;
+  fs::create_directories(layout.slurm_dir(), ec);
+  const std::string base = (fs::path(layout.slurm_dir()) / stamp()).string();
+  out.tasks = base + ".tasks";
+  out.script = base + ".sbatch";
+  out.task_count = jobs.size();
+  {
+    std::ofstream tasks(out.tasks);
+    for (const Job* job : jobs) tasks << fs::absolute(layout.dir(job->run_id)).string() << "\n";
+    if (!tasks) throw Error(fmt::format("cannot write {}", out.tasks));
+  }
+  {
+    std::ofstream script(out.script);
+    script << sbatch_script(sweep_name, out.tasks, jobs.size(), layout, options);
+    if (!script) throw Error(fmt::format("cannot write {}", out.script));
+  }
+  if (!options.submit) return out;
+  const auto [code, output] = capture("sbatch --parsable " + shell_quote(out.script));
+  if (code != 0) {
+    throw Error(fmt::format("sbatch {} failed ({}): {}", out.script,
+                            code < 0 ? "not run" : fmt::format("exit code {}", code), output));
+  }
+  out.job_id = output.substr(0, output.find_first_of(";\n"));
+  std::ofstream log((fs::path(layout.slurm_dir()) / "submissions.txt").string(), std::ios::app);
+  log << out.job_id << " " << out.tasks << "\n";
+  return out;
+}
+
+std::set<std::string> slurm_submitted_runs(const RunLayout& layout) {
+  std::set<std::string> out;
+  for (const auto& [id, tasks] : submissions(layout)) {
+    for (const auto& dir : read_lines(tasks)) out.insert(fs::path(dir).filename().string());
+  }
+  return out;
+}
+
+std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
+                                                      const std::string& sweep_name) {
+  const auto subs = submissions(layout);
+  if (subs.empty()) return std::set<std::string>{};
+  const auto [code, output] =
+      capture("squeue -h -r -o '%i %T' --name=" + shell_quote("batchlab-" + sweep_name));
+  if (code != 0) return std::nullopt;
+  std::map<std::string, std::vector<std::string>> tasks_of;
+  for (const auto& [id, tasks] : subs) tasks_of[id] = read_lines(tasks);
+  std::set<std::string> active;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::string id = line.substr(0, line.find(' '));
+    const size_t underscore = id.find('_');
+    if (underscore == std::string::npos) continue;
+    auto it = tasks_of.find(id.substr(0, underscore));
+    if (it == tasks_of.end()) continue;
+    const std::string index = id.substr(underscore + 1);
+    if (!index.empty() && index.front() == '[') {
+      // A pending range not expanded: count every task of the submission as active.
+      for (const auto& dir : it->second) active.insert(fs::path(dir).filename().string());
+      continue;
+    }
+    try {
+      const size_t i = std::stoul(index);
+      if (i < it->second.size()) active.insert(fs::path(it->second[i]).filename().string());
+    } catch (const std::exception&) {
+    }
+  }
+  return active;
+}
+
+int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
+                   const std::string& local_dir, std::chrono::seconds snapshot_interval,
+                   const std::atomic<int>* stop_requests) {
+  const auto lines = read_lines(tasks_file);
+  if (index >= lines.size()) {
+    throw InputError(fmt::format("task {} is not in {} ({} tasks)", index, tasks_file, lines.size()));
+  }
+  const fs::path run_dir = lines[index];
+  const std::string run_id = run_dir.filename().string();
+  const RunLayout layout(run_dir.parent_path().string());
+  const std::string shared = layout.records_path(run_id);
+  fs::create_directories(local_dir);
+  const std::string local = (fs::path(local_dir) / "records.db").string();
+  // Earlier attempts' rows continue in the new one (a resumed job keeps what it recorded).
+  std::error_code ec;
+  if (fs::exists(shared, ec)) fs::copy_file(shared, local, fs::copy_options::overwrite_existing);
+  {
+    std::ofstream log(layout.log_path(run_id), std::ios::app);
+    const char* job = std::getenv("SLURM_JOB_ID");
+    log << fmt::format("=== batchlab sweep slurm task {} (Slurm job {}) on {} at {} ===\n", index,
+                       job != nullptr ? job : "?", std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "?",
+                       results::utc_now());
+  }
+  SpawnOptions spawn;
+  // Checkpoints are plain files written by the job alone: they go to the shared run folder, so a
+  // preempted or failed task resumes from them wherever Slurm runs it next.
+  const std::string checkpoints = (run_dir / "checkpoints" / run_id).string();
+  spawn.argv = {batchlab, "train", layout.config_path(run_id), "--run-id", run_id, "--db", local,
+                "--checkpoint-dir", checkpoints};
+  spawn.log_path = layout.log_path(run_id);
+  spawn.parent_death_signal = SIGTERM;
+  ChildProcess child = ChildProcess::spawn(spawn);
+  auto publish = [&] {
+    if (!fs::exists(local, ec)) return;
+    try {
+      results::snapshot_database(local, shared);
+    } catch (const results::StoreError&) {
+      // The job may be creating its file; the next snapshot (or the final one) publishes it.
+    }
+  };
+  int signalled = 0;
+  auto next = std::chrono::steady_clock::now() + snapshot_interval;
+  std::optional<ExitStatus> status;
+  while (!(status = child.poll())) {
+    const int level = stop_requests != nullptr ? stop_requests->load() : 0;
+    if (level > signalled) {
+      signalled = level;
+      child.send(level == 1 ? SIGTERM : SIGKILL);
+    }
+    if (std::chrono::steady_clock::now() >= next) {
+      publish();
+      next = std::chrono::steady_clock::now() + snapshot_interval;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (!fs::exists(local, ec) && !status->ok()) {
+    // Ended before opening its records file: leave a record of why, for `sweep status`.
+    results::Store store(local);
+    results::RunRow row;
+    row.run_id = run_id;
+    row.status = std::string(results::run_status::kFailed);
+    row.error = fmt::format("ended before recording anything ({}): {}", status->describe(),
+                            tail_lines(layout.log_path(run_id), 1));
+    store.upsert_run(row);
+  } else if (fs::exists(local, ec)) {
+    results::finalize_record(local, run_id,
+                             signalled > 0 ? results::run_status::kPreempted
+                                           : results::run_status::kFailed,
+                             signalled > 0 ? "stopped by Slurm (SIGTERM)"
+                                           : "crashed: " + status->describe());
+  }
+  publish();
+  fs::remove_all(local_dir, ec);
+  if (status->signaled) return 128 + status->code;
+  return status->code;
+}
+
+}  // namespace batchlab::sweeps
