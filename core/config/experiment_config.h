@@ -19,6 +19,16 @@ struct ModelConfig {
   int64_t width = 32;                 // base channel count of the small CNNs
   int64_t num_classes = 0;            // 0: taken from the dataset
   bool zero_init_residual = false;    // last BN gamma of each residual block at 0 (Goyal et al.)
+  // ResNet stem: "imagenet" (7x7 stride-2 conv + max pool), "small" (3x3 stride-1 conv, no pool: 28x28
+  // and 32x32 inputs), "auto" (small when the input side is at most 64 pixels).
+  std::string stem = "auto";
+  bool channels_last = true;  // ResNets on CUDA: NHWC memory format (ignored on CPU)
+  // BERT family (ignored by image models).
+  int64_t vocab_size = 30522;   // token vocabulary (BERT's WordPiece size; the tokenizer's when trained)
+  int64_t max_seq_len = 512;    // position embeddings
+  bool norm_first = false;      // pre-LN blocks (Cramming) instead of post-LN (original BERT)
+  bool next_sentence = false;   // next-sentence-prediction head on the pooled [CLS] output
+  double dropout = 0.1;         // hidden and attention dropout (Cramming uses 0)
 };
 
 struct DataConfig {
@@ -106,6 +116,12 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;     // steps; 0 = off
   double checkpoint_minutes = 0.0;  // also after this much wall time; 0 = off
   double divergence = 10.0;      // loss above this factor of its first value ends the run; 0 = off
+  // Data parallelism (world size > 1): c10d backend ("auto" = nccl on CUDA when built with it, gloo
+  // otherwise), the collective timeout after which a missing rank ends the job, and the gradient
+  // all-reduce bucket size.
+  std::string dist_backend = "auto";
+  double dist_timeout_s = 300.0;
+  double bucket_mb = 25.0;
 };
 
 struct ExperimentConfig {

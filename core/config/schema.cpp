@@ -23,6 +23,14 @@ const std::vector<std::string>& precision_names() {
   static const std::vector<std::string> names = {"fp32", "bf16"};
   return names;
 }
+const std::vector<std::string>& stem_names() {
+  static const std::vector<std::string> names = {"auto", "imagenet", "small"};
+  return names;
+}
+const std::vector<std::string>& dist_backend_names() {
+  static const std::vector<std::string> names = {"auto", "gloo", "nccl"};
+  return names;
+}
 const std::vector<std::string>& target_metric_names() {
   static const std::vector<std::string> names = {"test_acc", "test_loss", "train_acc",
                                                  "train_loss"};
@@ -43,7 +51,14 @@ constexpr InRange kUnitClosed{0.0, true, 1.0, true};     // [0, 1]
 Table<ModelConfig> model_table() {
   return {{
       field("arch", &ModelConfig::arch, NonEmpty{}),
+      field("channels_last", &ModelConfig::channels_last),
+      field("dropout", &ModelConfig::dropout, kUnitHalfOpen),
+      field("max_seq_len", &ModelConfig::max_seq_len, greater_than(0)),
+      field("next_sentence", &ModelConfig::next_sentence),
+      field("norm_first", &ModelConfig::norm_first),
       field("num_classes", &ModelConfig::num_classes, at_least(0)),
+      field("stem", &ModelConfig::stem, one_of(stem_names())),
+      field("vocab_size", &ModelConfig::vocab_size, greater_than(0)),
       field("width", &ModelConfig::width, greater_than(0)),
       field("zero_init_residual", &ModelConfig::zero_init_residual),
   }};
@@ -136,7 +151,10 @@ Table<TrainConfig> train_table() {
   return {{
       field("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0)),
       field("checkpoint_minutes", &TrainConfig::checkpoint_minutes, at_least(0.0)),
+      field("bucket_mb", &TrainConfig::bucket_mb, greater_than(0)),
       field("device", &TrainConfig::device, DeviceName{}),
+      field("dist_backend", &TrainConfig::dist_backend, one_of(dist_backend_names())),
+      field("dist_timeout", &TrainConfig::dist_timeout_s, greater_than(0), DurationCodec{}),
       field("divergence", &TrainConfig::divergence, zero_or_greater_than(1)),
       field("eval_every", &TrainConfig::eval_every, greater_than(0)),
       field("layer_stats_every", &TrainConfig::layer_stats_every, at_least(0)),

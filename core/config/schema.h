@@ -44,6 +44,8 @@ const std::vector<std::string>& optimizer_names();
 const std::vector<std::string>& scaling_names();
 const std::vector<std::string>& decay_names();
 const std::vector<std::string>& precision_names();
+const std::vector<std::string>& stem_names();
+const std::vector<std::string>& dist_backend_names();
 const std::vector<std::string>& target_metric_names();
 
 }  // namespace batchlab::config
