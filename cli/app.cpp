@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "  query --db PATH \"SELECT ...\" [--format table|csv|json]       read-only SQL\n"
     "  sweep plan|run|status|submit SWEEP.toml [options]           sweeps (batchlab sweep --help)\n"
     "  results ingest --db PATH [RECORDS.db|DIR]...                 fold job records into PATH\n"
+    "  data pack|tokenizer|pack-text ...                            dataset preparation\n"
     "  models                                                       architectures and sizes\n"
     "  version                                                      versions, BLAS, threads, devices\n";
 
@@ -31,7 +32,8 @@ using Command = std::function<int(const std::vector<std::string>&)>;
 int run_app(int argc, char** argv) {
   const std::map<std::string, Command> commands = {
       {"train", cmd_train},     {"query", cmd_query},   {"version", cmd_version},
-      {"models", cmd_models},   {"sweep", cmd_sweep},   {"results", cmd_results}};
+      {"models", cmd_models},   {"sweep", cmd_sweep},   {"results", cmd_results},
+      {"data", cmd_data}};
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);

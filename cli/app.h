@@ -20,5 +20,6 @@ int cmd_version(const std::vector<std::string>& args);
 int cmd_models(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);    // cli/sweep_command.cpp
 int cmd_results(const std::vector<std::string>& args);  // cli/results_command.cpp
+int cmd_data(const std::vector<std::string>& args);     // cli/data_command.cpp
 
 }  // namespace batchlab::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/config/experiment_config.h"
+#include "models/masked_lm.h"
 #include "models/network.h"
 
 namespace batchlab::models {
@@ -39,6 +40,12 @@ std::shared_ptr<ImageClassifier> make_image_classifier(const config::ModelConfig
                                                        int64_t channels, int64_t height,
                                                        int64_t width, int64_t num_classes,
                                                        int64_t bn_group = 0);
+
+// Builds a masked-language model (model.arch = bert_*) with model.vocab_size tokens, or
+// `vocab_size` when non-zero (the trained tokenizer's). Throws InputError like make_image_classifier,
+// and for an image architecture.
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const config::ModelConfig& model,
+                                                    int64_t vocab_size = 0);
 
 // Number of scalar parameters (weights, biases, BN scales and shifts; buffers such as BN running
 // statistics are not parameters), whether or not they require gradients.

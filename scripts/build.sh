@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+# Paths hashed relative to the checkout: build directories side by side (build-*/) share cache hits.
+export CCACHE_BASEDIR="$PWD"
 jobs=${BATCHLAB_JOBS:-$(nproc)}
 if [[ ! -f build/CMakeCache.txt ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package that batchlab's build, tests and quickstart need, and only those
 # that are missing. Idempotent: a second run installs nothing and prints one line.
-# Usage: scripts/setup.sh [--with-python]   (--with-python adds the Python peers used by bench/ and
-#                                             the plotting scripts: python3-torch, python3-matplotlib)
+# Usage: scripts/setup.sh [--with-python]   (--with-python adds the Python peers used by the tests,
+#                                             bench/ and the plotting scripts: python3-torch,
+#                                             python3-torchvision, python3-matplotlib)
 set -euo pipefail
 
 pkgs=(
@@ -12,9 +13,16 @@ pkgs=(
   libfmt-dev libtomlplusplus-dev libsqlite3-dev sqlite3 zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   dataset-fashion-mnist   # the real small data set of the quickstart and the spine experiment
+  libturbojpeg0-dev       # JPEG decoding with DCT-domain downscaling (ImageNet pipeline)
+  libjpeg-turbo-progs     # tjbench: the raw decode rate the JPEG pipeline benchmark compares with
+  libsentencepiece-dev    # tokenizer training and encoding for BERT pretraining text
+  libgloo-dev             # headers LibTorch's ProcessGroupGloo needs (CPU data parallelism)
+  python3.11-doc          # English prose (reStructuredText sources) for the MLM demo corpus
 )
 if [[ "${1:-}" == "--with-python" ]]; then
-  pkgs+=(python3-torch python3-matplotlib python3-numpy)
+  # The Python peers: reference outputs in tests (torchvision, torch.nn), side-by-side benchmarks,
+  # and the plotting scripts (analysis/plots). Always Debian's /usr/bin/python3.
+  pkgs+=(python3-torch python3-torchvision python3-matplotlib python3-numpy)
 fi
 
 missing=()

@@ -3,7 +3,7 @@
 # Usage: scripts/test.sh [--all]   (--all also runs the tests labelled `slow`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --with-python
 bash scripts/build.sh
 label_args=(-LE slow)
 if [[ "${1:-}" == "--all" ]]; then label_args=(); fi

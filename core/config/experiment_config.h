@@ -40,6 +40,25 @@ struct DataConfig {
   int64_t train_size = 0;                 // 0 = whole training set (synthetic: 4096)
   int64_t test_size = 0;                  // 0 = whole test set (synthetic: 1024)
   int64_t eval_train_samples = 10000;     // fixed training sample measured in eval mode (the gap)
+  // Images read from files (imagenet, packed shards): training crop side (random-resized-crop),
+  // evaluation resize of the shorter side before the center crop, smallest crop area fraction, and
+  // what a corrupt or truncated file does (false: the run stops with the file's path; true: it is
+  // skipped and counted).
+  int64_t image_size = 224;
+  int64_t eval_resize = 256;
+  double min_scale = 0.08;
+  bool skip_corrupt = false;
+  int64_t prefetch = 4;  // batches queued ahead by the loader threads
+  // Text (BERT pretraining): tokens per sequence; a second phase at seq_len_phase2 for the last
+  // phase2_fraction of training (BERT and the LAMB paper: 128, then 512 for the last 10%; 0 = off);
+  // MLM selection probability; sentence pairs with a next-sentence label; the SentencePiece model
+  // ("" = <path>/tokenizer.model).
+  int64_t seq_len = 128;
+  int64_t seq_len_phase2 = 0;
+  double phase2_fraction = 0.1;
+  double mask_prob = 0.15;
+  bool sentence_pair = false;
+  std::string tokenizer;
 };
 
 struct BatchConfig {

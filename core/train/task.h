@@ -53,6 +53,11 @@ class Task {
   // Forward pass and loss in the model's current mode.
   virtual BatchOutput forward(const Batch& batch) = 0;
 
+  // Called by the trainer before each step's batches are built, with the training progress in
+  // [0, 1] (the LR schedule's: step fraction, or time fraction under a wall-clock budget). Tasks
+  // whose batches depend on it (BERT's two-phase sequence length) switch here; most ignore it.
+  virtual void set_progress(double /*progress*/) {}
+
   // Name of the accuracy-like metric ("acc" for top-1, "mlm_acc" for masked tokens).
   virtual std::string metric_name() const { return "acc"; }
 };

@@ -141,6 +141,7 @@ bool Trainer::step_once(int64_t step) {
   const auto t0 = Clock::now();
   const double lr = schedule_->current(step, state_.train_s);
   optimizer_->set_lr(lr);
+  task_.set_progress(schedule_->progress(step, state_.train_s));
   optimizer_->optimizer().zero_grad();
 
   std::vector<torch::Tensor> micro;
