@@ -21,5 +21,7 @@ int cmd_models(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);    // cli/sweep_command.cpp
 int cmd_results(const std::vector<std::string>& args);  // cli/results_command.cpp
 int cmd_data(const std::vector<std::string>& args);     // cli/data_command.cpp
+int cmd_report(const std::vector<std::string>& args);   // cli/report_command.cpp
+int cmd_plot(const std::vector<std::string>& args);     // cli/plot_command.cpp
 
 }  // namespace batchlab::cli

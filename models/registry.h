@@ -1,6 +1,10 @@
 // The models table: architecture name (model.arch) -> description, factory and cost model. Adding
 // an architecture is one entry in registry.cpp's table; `batchlab models` and the config validation
 // read the names from here.
+//
+// Image classifiers: small_resnet (Fashion-MNIST scale; model.width), resnet18/34/50/101/152
+// (torchvision-identical, models/resnet.h; model.stem), resnet20/32/56 (CIFAR ResNets of He et al.,
+// models/cifar_resnet.h). All of them take model.zero_init_residual and batch.bn_group.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -26,7 +30,23 @@ struct ModelInfo {
   int64_t height = 28;
   int64_t width = 28;
   int64_t num_classes = 10;
+  // "image" (make_image_classifier) or "text" (make_masked_lm: the BERT family, whose reference
+  // input is one sequence of seq_len tokens).
+  std::string family = "image";
+  int64_t seq_len = 0;
 };
+
+// One line of `batchlab models`: the architecture at its reference input with default settings.
+struct ModelSummary {
+  ModelInfo info;
+  int64_t parameters = 0;      // scalar parameters (a tied weight counted once)
+  int64_t training_flops = 0;  // per sample (image) or per sequence (text), see ModelCost
+  std::string input;           // "3x224x224, 1000 classes" or "128 tokens, 30522-token vocabulary"
+};
+
+// Builds the image models to count their parameters (resnet152: about half a second); the BERT
+// family is counted from its sizes (bert_large would need 1.3 GB).
+ModelSummary summarize_model(const ModelInfo& info);
 
 // Every architecture in the table, in table order.
 std::vector<ModelInfo> list_models();
@@ -66,6 +86,14 @@ struct ModelCost {
 // Throws InputError like make_image_classifier.
 ModelCost estimate_cost(const config::ModelConfig& model, int64_t channels, int64_t height,
                         int64_t width, int64_t num_classes);
+
+// Compute per sequence of `seq_len` tokens of a masked-language model (model.arch = bert_*), the
+// MLM head on BERT's 15% of the tokens (models/bert_config.h bert_forward_macs).
+ModelCost estimate_masked_lm_cost(const config::ModelConfig& model, int64_t seq_len,
+                                  int64_t vocab_size = 0);
+
+// Parameters of make_masked_lm(model, vocab_size), computed from the sizes without building it.
+int64_t masked_lm_parameters(const config::ModelConfig& model, int64_t vocab_size = 0);
 
 // estimate_cost(...).training_flops: FLOPs of one training step per sample.
 int64_t training_flops_per_sample(const config::ModelConfig& model, int64_t channels,

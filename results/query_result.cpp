@@ -143,6 +143,7 @@ std::optional<QueryFormat> parse_query_format(std::string_view name) {
   if (name == "table") return QueryFormat::kTable;
   if (name == "csv") return QueryFormat::kCsv;
   if (name == "json") return QueryFormat::kJson;
+  if (name == "markdown") return QueryFormat::kMarkdown;
   return std::nullopt;
 }
 
@@ -228,6 +229,50 @@ std::string format_json(const QueryResult& result) {
   return out;
 }
 
+std::string format_markdown(const QueryResult& result) {
+  const std::size_t ncols = result.columns.size();
+  if (ncols == 0) return {};
+  auto cell = [](const std::optional<std::string>& value) {
+    std::string text;
+    if (!value) return text;
+    for (char c : *value) {
+      if (c == '|') {
+        text += "\\|";
+      } else if (c == '\n') {
+        text += "<br>";
+      } else if (c != '\r') {
+        text += c;
+      }
+    }
+    return text;
+  };
+  std::vector<bool> numeric(ncols, false);
+  std::vector<bool> has_text(ncols, false);
+  for (std::size_t r = 0; r < result.rows.size(); ++r) {
+    for (std::size_t c = 0; c < ncols && c < result.rows[r].size(); ++c) {
+      const ValueType type = type_at(result, r, c);
+      if (type == ValueType::kInteger || type == ValueType::kReal) {
+        numeric[c] = true;
+      } else if (type != ValueType::kNull) {
+        has_text[c] = true;
+      }
+    }
+  }
+  std::string out = "|";
+  for (std::size_t c = 0; c < ncols; ++c) out += " " + cell(result.columns[c]) + " |";
+  out += "\n|";
+  for (std::size_t c = 0; c < ncols; ++c) out += numeric[c] && !has_text[c] ? " ---: |" : " --- |";
+  out += '\n';
+  for (const auto& row : result.rows) {
+    out += "|";
+    for (std::size_t c = 0; c < ncols; ++c) {
+      out += " " + cell(c < row.size() ? row[c] : std::nullopt) + " |";
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 std::string format_result(const QueryResult& result, QueryFormat format) {
   switch (format) {
     case QueryFormat::kTable:
@@ -236,6 +281,8 @@ std::string format_result(const QueryResult& result, QueryFormat format) {
       return format_csv(result);
     case QueryFormat::kJson:
       return format_json(result);
+    case QueryFormat::kMarkdown:
+      return format_markdown(result);
   }
   return {};
 }

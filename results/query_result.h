@@ -23,9 +23,9 @@ struct QueryResult {
   std::vector<std::vector<ValueType>> types;
 };
 
-enum class QueryFormat { kTable, kCsv, kJson };
+enum class QueryFormat { kTable, kCsv, kJson, kMarkdown };
 
-// "table", "csv" or "json"; nullopt otherwise.
+// "table", "csv", "json" or "markdown"; nullopt otherwise.
 std::optional<QueryFormat> parse_query_format(std::string_view name);
 
 // Aligned columns separated by two spaces, a dashed rule under the header, numeric columns
@@ -38,6 +38,9 @@ std::string format_csv(const QueryResult& result);
 // An array of objects, one row per line; numbers as numbers, NULL (and a stored +-inf, which JSON
 // cannot spell) as null, blobs as hex strings.
 std::string format_json(const QueryResult& result);
+// A GitHub-flavoured Markdown table: numeric columns right-aligned (`---:`), `|` in cells escaped,
+// newlines as <br>, NULL as an empty cell. For reports pasted into docs.
+std::string format_markdown(const QueryResult& result);
 std::string format_result(const QueryResult& result, QueryFormat format);
 
 }  // namespace batchlab::results

@@ -20,7 +20,21 @@ DerivedValues derive_values(const config::ExperimentConfig& config,
   // Jobs run as one process each: world size 1 (the divisibility rule was checked with it).
   d.micro_batch = batch.micro > 0 ? batch.micro : batch.global;
   d.accum_steps = d.micro_batch > 0 ? batch.global / d.micro_batch : 0;
-  if (!train_size) return d;
+  if (!train_size) {
+    // A schedule given in steps needs no data size: its length, and a warmup in steps or as a
+    // fraction, follow from the config alone (paper specs plan before the data is there).
+    const auto& sc = config.schedule;
+    if (sc.steps && !sc.warmup_epochs && !sc.budget_s) {
+      try {
+        const optim::LrSchedule schedule(sc, d.peak_lr, /*steps_per_epoch=*/1);
+        d.warmup_steps = schedule.warmup_steps();
+        d.total_steps = schedule.total_steps();
+      } catch (const ConfigError& e) {
+        out.insert(out.end(), e.diagnostics().begin(), e.diagnostics().end());
+      }
+    }
+    return d;
+  }
   d.train_size = train_size;
   if (batch.global > *train_size) {
     out.push_back(Diagnostic{

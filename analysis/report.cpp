@@ -1,0 +1,231 @@
+#include "analysis/report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "analysis/run_records.h"
+#include "core/errors.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+// Orders group keys numerically where both values are numbers ("512" before "4096").
+bool key_less(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i] == b[i]) continue;
+    const auto x = to_number(a[i]);
+    const auto y = to_number(b[i]);
+    if (x && y && *x != *y) return *x < *y;
+    return a[i] < b[i];
+  }
+  return a.size() < b.size();
+}
+
+std::string lr_text(double lr) { return fmt::format("{:g}", lr); }
+
+struct Group {
+  std::vector<std::string> key;
+  std::vector<const RunRecord*> runs;
+};
+
+// Fills the metric columns from the done runs of the selected learning rate.
+void summarize(const std::vector<const RunRecord*>& selected, bool higher_better,
+               const std::vector<TargetKey>& targets, ReportRow& row) {
+  std::vector<double> final_v, best_v, gap_acc, gap_loss, peak;
+  std::vector<const RunRecord*> done;
+  for (const RunRecord* r : selected) {
+    if (r->status != "done") continue;
+    done.push_back(r);
+    const auto f = higher_better ? r->final_acc : r->final_loss;
+    const auto b = higher_better ? r->best_acc : r->best_loss;
+    if (f) final_v.push_back(*f);
+    if (b) best_v.push_back(*b);
+    if (r->final_gap_acc) gap_acc.push_back(*r->final_gap_acc);
+    if (r->final_gap_loss) gap_loss.push_back(*r->final_gap_loss);
+  }
+  for (const RunRecord* r : selected) {
+    if (r->peak_lr) peak.push_back(*r->peak_lr);
+  }
+  row.final_metric = Stat::of(final_v);
+  row.best_metric = Stat::of(best_v);
+  row.gap_acc = Stat::of(gap_acc);
+  row.gap_loss = Stat::of(gap_loss);
+  if (!peak.empty()) row.peak_lr = Stat::of(peak).mean;
+  for (const TargetKey& t : targets) {
+    TargetResult tr;
+    tr.finished = static_cast<int>(done.size());
+    std::vector<double> steps, epochs, samples, secs, gaps;
+    for (const RunRecord* r : done) {
+      for (const MilestoneRecord& m : r->milestones) {
+        if (m.metric != t.metric || m.target != t.value) continue;
+        ++tr.reached;
+        if (m.step) steps.push_back(*m.step);
+        if (m.epoch) epochs.push_back(*m.epoch);
+        if (m.samples) samples.push_back(*m.samples);
+        if (m.train_s) secs.push_back(*m.train_s);
+        if (m.gap_acc) gaps.push_back(*m.gap_acc);
+      }
+    }
+    tr.steps = Stat::of(steps);
+    tr.epochs = Stat::of(epochs);
+    tr.samples = Stat::of(samples);
+    tr.train_s = Stat::of(secs);
+    tr.gap_acc = Stat::of(gaps);
+    row.targets.push_back(tr);
+  }
+}
+
+std::string describe(const std::vector<std::string>& names, const std::vector<std::string>& key) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < names.size(); ++i) parts.push_back(names[i] + "=" + key[i]);
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+}  // namespace
+
+Stat Stat::of(const std::vector<double>& values) {
+  Stat s;
+  s.n = static_cast<int>(values.size());
+  if (s.n == 0) return s;
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  s.mean = sum / s.n;
+  if (s.n >= 2) {
+    double ss = 0.0;
+    for (double v : values) ss += (v - s.mean) * (v - s.mean);
+    s.stddev = std::sqrt(ss / (s.n - 1));
+  }
+  return s;
+}
+
+Report build_report(const std::string& db_path, const ReportOptions& options) {
+  if (options.metric != "test_acc" && options.metric != "test_loss") {
+    throw InputError(fmt::format("--metric {}: use test_acc or test_loss", options.metric));
+  }
+  if (options.group_by.empty()) throw InputError("--group-by: give at least one key");
+  const bool higher_better = options.metric == "test_acc";
+  const auto records = read_run_records(db_path, options.group_by, options.where);
+
+  Report report;
+  report.group_by = options.group_by;
+  report.metric = options.metric;
+  report.total_runs = static_cast<int>(records.size());
+
+  std::set<TargetKey> targets;
+  for (const auto& r : records) {
+    for (const auto& m : r.milestones) targets.insert({m.metric, m.target});
+    for (const auto& [metric, value] : r.declared_targets) targets.insert({metric, value});
+  }
+  report.targets.assign(targets.begin(), targets.end());
+
+  // Constant group-by keys are hidden; so are descriptive columns that never change.
+  report.key_shown.assign(options.group_by.size(), true);
+  for (size_t k = 0; k < options.group_by.size() && !records.empty(); ++k) {
+    const bool constant = std::all_of(records.begin(), records.end(), [&](const RunRecord& r) {
+      return r.key[k] == records.front().key[k];
+    });
+    if (constant && records.size() > 1) {
+      report.key_shown[k] = false;
+      report.constants.emplace_back(options.group_by[k], records.front().key[k]);
+    }
+  }
+  if (!records.empty()) {
+    for (const auto& [name, first] : records.front().descriptors) {
+      if (std::find(options.group_by.begin(), options.group_by.end(), name) !=
+          options.group_by.end()) {
+        continue;
+      }
+      const bool constant = std::all_of(records.begin(), records.end(), [&](const RunRecord& r) {
+        return r.descriptors.at(name) == first;
+      });
+      if (constant && !first.empty()) report.constants.emplace_back(name, first);
+    }
+  }
+
+  std::vector<Group> groups;
+  std::map<std::vector<std::string>, size_t> where_is;
+  for (const auto& r : records) {
+    auto [it, fresh] = where_is.emplace(r.key, groups.size());
+    if (fresh) groups.push_back({r.key, {}});
+    groups[it->second].runs.push_back(&r);
+  }
+  std::sort(groups.begin(), groups.end(),
+            [](const Group& a, const Group& b) { return key_less(a.key, b.key); });
+
+  for (const Group& g : groups) {
+    ReportRow row;
+    row.key = g.key;
+    row.runs = static_cast<int>(g.runs.size());
+    std::set<int64_t> seeds;
+    std::map<double, std::vector<const RunRecord*>> by_lr;
+    std::vector<const RunRecord*> no_lr;
+    for (const RunRecord* r : g.runs) {
+      if (r->seed) seeds.insert(*r->seed);
+      if (r->status == "done") {
+        ++row.done;
+      } else if (r->status == "diverged") {
+        ++row.diverged;
+      } else if (r->status == "failed" || r->status == "oom") {
+        ++row.failed;
+      } else {
+        ++row.unfinished;
+      }
+      if (r->base_lr) {
+        by_lr[*r->base_lr].push_back(r);
+      } else {
+        no_lr.push_back(r);
+      }
+    }
+    row.seeds = static_cast<int>(seeds.size());
+    row.lr_values = static_cast<int>(by_lr.size());
+
+    // The best LR: the best mean final metric over that LR's finished runs.
+    std::optional<double> best_lr;
+    double best_score = 0.0;
+    for (const auto& [lr, runs] : by_lr) {
+      std::vector<double> finals;
+      for (const RunRecord* r : runs) {
+        const auto f = higher_better ? r->final_acc : r->final_loss;
+        if (r->status == "done" && f) finals.push_back(*f);
+      }
+      if (finals.empty()) continue;
+      const double score = Stat::of(finals).mean;
+      if (!best_lr || (higher_better ? score > best_score : score < best_score)) {
+        best_lr = lr;
+        best_score = score;
+      }
+    }
+    if (!best_lr && by_lr.size() == 1) best_lr = by_lr.begin()->first;
+    std::vector<const RunRecord*> selected = no_lr;
+    if (best_lr) {
+      row.base_lr = best_lr;
+      const auto& runs = by_lr[*best_lr];
+      selected.insert(selected.end(), runs.begin(), runs.end());
+      if (by_lr.size() >= 2) {
+        const double low = by_lr.begin()->first;
+        const double high = by_lr.rbegin()->first;
+        if (*best_lr == low || *best_lr == high) {
+          row.lr_edge = *best_lr == low ? "low" : "high";
+          std::vector<std::string> grid;
+          for (const auto& entry : by_lr) grid.push_back(lr_text(entry.first));
+          report.warnings.push_back(fmt::format(
+              "{}: the best base_lr {} is the {} of the grid {{{}}}; the optimum may lie outside "
+              "it, extend the grid",
+              describe(options.group_by, g.key), lr_text(*best_lr),
+              row.lr_edge == "low" ? "smallest" : "largest", fmt::join(grid, ", ")));
+        }
+      }
+    }
+    summarize(selected, higher_better, report.targets, row);
+    report.rows.push_back(std::move(row));
+  }
+  return report;
+}
+
+}  // namespace batchlab::analysis

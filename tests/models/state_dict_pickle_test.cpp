@@ -1,0 +1,119 @@
+#include "models/state_dict_pickle.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace batchlab::models {
+namespace {
+
+using namespace std::string_literals;  // programs contain NUL bytes
+
+std::vector<char> bytes(const std::string& s) { return std::vector<char>(s.begin(), s.end()); }
+
+// BINUNICODE of a short ASCII string.
+std::string unicode(const std::string& s) {
+  std::string out = "X";
+  out += static_cast<char>(s.size());
+  out += std::string(3, '\0');
+  return out + s;
+}
+
+// A zip archive holding `program` as data.pkl, as torch.save lays it out.
+std::vector<char> archive_with(const std::string& program) {
+  std::vector<char> out;
+  caffe2::serialize::PyTorchStreamWriter writer([&out](const void* data, size_t n) -> size_t {
+    const char* p = static_cast<const char*>(data);
+    out.insert(out.end(), p, p + n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", program.data(), program.size());
+  writer.writeEndOfFile();
+  return out;
+}
+
+const std::string kProto2 = "\x80\x02";
+const std::string kOrderedDictGlobal = "ccollections\nOrderedDict\n";
+
+TEST(StateDictPickle, OrderedDictBecomesADict) {
+  // OrderedDict() memoized in 0 and 1; a later OrderedDict() through the memo (BINGET 0).
+  const std::string program = kProto2 + kOrderedDictGlobal + "q\x00)Rq\x01("s + unicode("a") +
+                              "h\x00)R"s + unicode("b") + "K\x01u.";
+  const std::string expected =
+      kProto2 + "}q\x00q\x01("s + unicode("a") + "}" + unicode("b") + "K\x01u.";
+  EXPECT_EQ(rewrite_state_dict_pickle(bytes(program), "f.pt"), bytes(expected));
+  const torch::IValue value = torch::pickle_load(archive_with(expected));
+  ASSERT_TRUE(value.isGenericDict());
+  EXPECT_EQ(value.toGenericDict().size(), 2u);
+}
+
+TEST(StateDictPickle, SetItemAndAppendBecomeTheirBatchForms) {
+  // {"k": [1]} written with SETITEM and APPEND: MARKs go before the key and the list element.
+  const std::string program = kProto2 + "}" + unicode("k") + "]K\x01" + "as.";
+  const std::string expected = kProto2 + "}(" + unicode("k") + "](K\x01" + "eu.";
+  EXPECT_EQ(rewrite_state_dict_pickle(bytes(program), "f.pt"), bytes(expected));
+  const torch::IValue value = torch::pickle_load(archive_with(expected));
+  ASSERT_TRUE(value.isGenericDict());
+  EXPECT_EQ(value.toGenericDict().at("k").toList().size(), 1u);
+}
+
+TEST(StateDictPickle, TopLevelBuildKeepsTheAttributesBeside) {
+  // OrderedDict with `_metadata` = {"": {"version": 1}}, as a state_dict pickles it.
+  const std::string program = kProto2 + kOrderedDictGlobal + "q\x00)Rq\x01}"s +
+                              unicode("_metadata") + "h\x00)R"s + unicode("") + "}" +
+                              unicode("version") + "K\x01sssb.";
+  const std::vector<char> rewritten = rewrite_state_dict_pickle(bytes(program), "f.pt");
+  EXPECT_EQ(static_cast<uint8_t>(rewritten[rewritten.size() - 2]), 0x86);  // TUPLE2
+  const torch::IValue value = torch::pickle_load(archive_with(
+      std::string(rewritten.begin(), rewritten.end())));
+  ASSERT_TRUE(value.isTuple());
+  EXPECT_TRUE(value.toTupleRef().elements()[0].isGenericDict());
+  EXPECT_TRUE(value.toTupleRef().elements()[1].toGenericDict().contains("_metadata"));
+}
+
+TEST(StateDictPickle, ProgramsItCannotReadAreInputErrors) {
+  const auto message = [](const std::string& program) -> std::string {
+    try {
+      rewrite_state_dict_pickle(bytes(program), "weights.pt");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Truncated: BINUNICODE announces 9 bytes, 2 follow; no STOP.
+  EXPECT_NE(message(kProto2 + "X\x09\x00\x00\x00"s + "ab").find("weights.pt: cannot read the "
+                                                          "state_dict: the pickle program is "
+                                                          "truncated"),
+            std::string::npos);
+  EXPECT_NE(message(kProto2 + "N").find("without STOP"), std::string::npos);
+  // Protocol 4's SHORT_BINUNICODE.
+  EXPECT_NE(message(std::string("\x80\x04\x8c\x01") + "a.").find("opcode 0x8c"),
+            std::string::npos);
+  // OrderedDict called with arguments.
+  EXPECT_NE(message(kProto2 + kOrderedDictGlobal + "]\x85R.").find("used other than"),
+            std::string::npos);
+  // SETITEM with nothing to set.
+  EXPECT_NE(message(kProto2 + "}s.").find("malformed"), std::string::npos);
+}
+
+TEST(StateDictPickle, ArchivesOfLibTorchPassThrough) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  dict.insert("w", torch::arange(6, torch::kFloat).view({2, 3}));
+  dict.insert("n", torch::tensor(int64_t{5}));
+  const std::vector<char> loadable = make_loadable_by_libtorch(torch::pickle_save(dict), "x.pt");
+  const auto loaded = torch::pickle_load(loadable).toGenericDict();
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_TRUE(torch::equal(loaded.at("w").toTensor(), dict.at("w")));
+  EXPECT_EQ(loaded.at("n").toTensor().item<int64_t>(), 5);
+
+  EXPECT_THROW(make_loadable_by_libtorch(bytes("PK but not really a zip"), "y.pt"), InputError);
+}
+
+}  // namespace
+}  // namespace batchlab::models
