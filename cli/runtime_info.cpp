@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <ctime>
+
+#include "core/train/device.h"
 #include <fstream>
 #include <thread>
 
@@ -45,10 +47,14 @@ std::string blas_library() {
 std::vector<std::string> devices() {
   std::vector<std::string> out;
   out.push_back(fmt::format("cpu ({} hardware threads)", std::thread::hardware_concurrency()));
-  if (torch::cuda::is_available()) {
-    for (size_t i = 0; i < torch::cuda::device_count(); ++i) out.push_back(fmt::format("cuda:{}", i));
-  }
+  for (auto& d : train::cuda_device_descriptions()) out.push_back(std::move(d));
   return out;
+}
+
+std::string gpu_support() {
+  if (!train::built_with_cuda()) return "none (CPU LibTorch; docs/gpu.md builds against a CUDA one)";
+  return fmt::format("CUDA yes, NCCL {}, {} device(s) visible",
+                     train::built_with_nccl() ? "yes" : "no", torch::cuda::device_count());
 }
 
 std::string host_name() {

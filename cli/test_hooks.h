@@ -1,13 +1,18 @@
-// Fault injection for tests of crash handling, retries and resume: the environment variable
-//   BATCHLAB_TEST_FAULT=ACTION@STEP[:RUN_ID_PREFIX]
+// Fault injection for tests of crash handling, retries, resume and rank failures: the environment
+// variable
+//   BATCHLAB_TEST_FAULT=ACTION@STEP[:RUN_ID_PREFIX][,rank=R]
 // makes `batchlab train` hurt itself right after the steps row of 0-based update STEP is reported,
-// when its run id starts with RUN_ID_PREFIX (any run when absent). ACTION is
+// when its run id starts with RUN_ID_PREFIX (any run when absent) and, in a data-parallel run, on
+// rank R only (rank 0 when absent). ACTION is
 //   kill   SIGKILL: the process vanishes between checkpoints, as after an OOM kill or a node loss;
 //   crash  abort(): a crash (SIGABRT, core dump), which the sweep engine retries;
-//   term   SIGTERM: the polite preemption of a cluster scheduler.
+//   term   SIGTERM: the polite preemption of a cluster scheduler;
+//   hang   SIGSTOP: the process stops answering without exiting (a wedged rank: the others must
+//          give up after train.dist_timeout).
 // Unset (always, outside tests) it costs nothing: no reporter is added.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -16,7 +21,7 @@
 namespace batchlab::cli {
 
 // The reporter that injects the fault, or null when BATCHLAB_TEST_FAULT is unset or does not
-// apply to `run_id`. A malformed value is a UsageError naming the variable.
-std::shared_ptr<train::Reporter> make_fault_injector(const std::string& run_id);
+// apply to `run_id` and `rank`. A malformed value is a UsageError naming the variable.
+std::shared_ptr<train::Reporter> make_fault_injector(const std::string& run_id, int64_t rank = 0);
 
 }  // namespace batchlab::cli

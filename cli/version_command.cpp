@@ -17,15 +17,8 @@ int cmd_version(const std::vector<std::string>& argv) {
   fmt::print("LibTorch {}\n", torch_version());
   fmt::print("BLAS {}\n", blas_library());
   fmt::print("intra-op threads {}\n", threads);
+  fmt::print("GPU support {}\n", gpu_support());
   for (const auto& d : devices()) fmt::print("device {}\n", d);
-  return kExitOk;
-}
-
-int cmd_models(const std::vector<std::string>& argv) {
-  Args args(argv, {}, "batchlab models");
-  for (const auto& m : models::list_models()) {
-    fmt::print("{:<16} {}\n", m.name, m.description);
-  }
   return kExitOk;
 }
 

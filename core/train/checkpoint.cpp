@@ -1,6 +1,7 @@
 #include "core/train/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <torch/serialize.h>
 
@@ -27,6 +28,66 @@ torch::Tensor doubles(const std::vector<double>& v) {
 }
 
 std::string file_name(int64_t step) { return fmt::format("ckpt-{:012d}.pt", step); }
+std::string rank_prefix(int64_t rank) { return fmt::format("rank{}-", rank); }
+std::string rank_file_name(int64_t rank, int64_t step) {
+  return fmt::format("{}{:012d}.pt", rank_prefix(rank), step);
+}
+
+// The global generators: the CPU one always, the training device's CUDA one when there is one.
+void write_rng(torch::serialize::OutputArchive& archive, const c10::Device& device) {
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("cpu_rng", gen.get_state());
+  }
+  if (device.is_cuda()) {
+    auto gen = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("cuda_rng", gen.get_state());
+  }
+}
+
+void read_rng(torch::serialize::InputArchive& archive, const c10::Device& device) {
+  torch::Tensor rng;
+  archive.read("cpu_rng", rng);
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng);
+  }
+  // A CPU checkpoint resumed on a GPU (or the reverse) keeps the device generator as seeded.
+  torch::Tensor cuda_rng;
+  if (device.is_cuda() && archive.try_read("cuda_rng", cuda_rng)) {
+    auto gen = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(cuda_rng);
+  }
+}
+
+// Header + checksum + payload, through a temporary file and a rename.
+void write_framed(const std::string& final_path, const std::string& payload) {
+  config::Sha256 sha;
+  sha.update(payload);
+  const auto digest = sha.digest();
+  const uint64_t length = payload.size();
+  const std::string tmp_path = final_path + ".tmp";
+  {
+    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
+    out.write(kMagic, 8);
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out.write(reinterpret_cast<const char*>(digest.data()), 32);
+    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+    out.flush();
+    if (!out) throw Error(fmt::format("{}: cannot write checkpoint", tmp_path));
+  }
+  fs::rename(tmp_path, final_path);
+}
+
+std::string archive_bytes(torch::serialize::OutputArchive& archive) {
+  std::ostringstream stream;
+  archive.save_to(stream);
+  return stream.str();
+}
 
 // Reads and verifies one file; throws CheckpointError naming the file and the problem.
 std::string read_payload(const std::string& path) {
@@ -89,33 +150,11 @@ std::string CheckpointStore::save(const CheckpointContents& contents, torch::nn:
                                     s.noise_trace}));
   std::vector<int64_t> reached(s.targets_reached.begin(), s.targets_reached.end());
   archive.write("targets_reached", torch::tensor(reached, torch::kInt64));
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    archive.write("cpu_rng", gen.get_state());
-  }
-
-  std::ostringstream payload_stream;
-  archive.save_to(payload_stream);
-  const std::string payload = payload_stream.str();
-  config::Sha256 sha;
-  sha.update(payload);
-  const auto digest = sha.digest();
-  const uint64_t length = payload.size();
+  write_rng(archive, device_);
 
   fs::create_directories(dir_);
   const std::string final_path = (fs::path(dir_) / file_name(s.step)).string();
-  const std::string tmp_path = final_path + ".tmp";
-  {
-    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-    out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&length), 8);
-    out.write(reinterpret_cast<const char*>(digest.data()), 32);
-    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-    out.flush();
-    if (!out) throw Error(fmt::format("{}: cannot write checkpoint", tmp_path));
-  }
-  fs::rename(tmp_path, final_path);
+  write_framed(final_path, archive_bytes(archive));
 
   auto files = list();
   for (size_t i = static_cast<size_t>(keep_); i < files.size(); ++i) {
@@ -157,11 +196,10 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
     model.load(model_archive);
     optimizer.load(optim_archive);
 
-    torch::Tensor ints, dbl, reached, rng;
+    torch::Tensor ints, dbl, reached;
     archive.read("ints", ints);
     archive.read("doubles", dbl);
     archive.read("targets_reached", reached);
-    archive.read("cpu_rng", rng);
     auto& s = c.state;
     s.step = ints[0].item<int64_t>();
     s.have_first_loss = ints[1].item<int64_t>() != 0;
@@ -174,14 +212,70 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
     s.noise_g2 = dbl[4].item<double>();
     s.noise_trace = dbl[5].item<double>();
     for (int64_t i = 0; i < reached.numel(); ++i) s.targets_reached.push_back(reached[i].item<int64_t>() != 0);
-    {
-      auto gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(rng);
-    }
+    read_rng(archive, device_);
     return c;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> CheckpointStore::list_rank_files(int64_t rank) const {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) return files;
+  const auto prefix = rank_prefix(rank);
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && entry.path().extension() == ".pt") {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.rbegin(), files.rend());
+  return files;
+}
+
+std::string CheckpointStore::save_rank_state(const std::string& config_hash, int64_t step,
+                                             int64_t rank) {
+  torch::serialize::OutputArchive archive;
+  archive.write("config_hash", c10::IValue(config_hash));
+  archive.write("step", torch::tensor(std::vector<int64_t>{step, rank}, torch::kInt64));
+  write_rng(archive, device_);
+  fs::create_directories(dir_);
+  const std::string path = (fs::path(dir_) / rank_file_name(rank, step)).string();
+  write_framed(path, archive_bytes(archive));
+  auto files = list_rank_files(rank);
+  for (size_t i = static_cast<size_t>(keep_); i < files.size(); ++i) {
+    std::error_code ec;
+    fs::remove(files[i], ec);
+  }
+  return path;
+}
+
+bool CheckpointStore::load_rank_state(const std::string& config_hash, int64_t step, int64_t rank,
+                                      std::vector<std::string>& warnings) {
+  const std::string path = (fs::path(dir_) / rank_file_name(rank, step)).string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    warnings.push_back(fmt::format("{}: missing; rank {} continues with a fresh RNG stream", path, rank));
+    return false;
+  }
+  std::string payload;
+  try {
+    payload = read_payload(path);
+  } catch (const CheckpointError& e) {
+    warnings.push_back(fmt::format("{}; rank {} continues with a fresh RNG stream", e.what(), rank));
+    return false;
+  }
+  torch::serialize::InputArchive archive;
+  std::istringstream in(payload);
+  archive.load_from(in);
+  c10::IValue hash;
+  archive.read("config_hash", hash);
+  if (hash.toStringRef() != config_hash) {
+    throw CheckpointError(fmt::format("{}: rank state of run {} cannot resume run {}", path,
+                                      hash.toStringRef(), config_hash));
+  }
+  read_rng(archive, device_);
+  return true;
 }
 
 }  // namespace batchlab::train

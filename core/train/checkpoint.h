@@ -5,8 +5,14 @@
 // leaves either the old file or the new one, never half of one; the checksum catches what a rename
 // cannot (a truncated copy, a flipped bit). The two newest checkpoints are kept; when the newest is
 // unreadable the previous one is used, with a warning.
+//
+// Data-parallel runs: rank 0 writes the checkpoint (model and optimizer are identical on every
+// rank); every other rank r writes `rank<r>-<step>.pt` beside it with its own RNG states (its
+// dropout masks differ from rank 0's) and restores it on resume. Every rank reads the shared
+// checkpoint, so the directory must be visible to all ranks (one host, or a shared filesystem).
 #pragma once
 
+#include <c10/core/Device.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
@@ -42,8 +48,12 @@ class CheckpointStore {
   // `dir` is created when needed; `keep` newest files are kept.
   explicit CheckpointStore(std::string dir, int keep = 2);
 
-  // Writes model parameters and buffers, optimizer state, the trainer state, the global CPU RNG
-  // state and the config hash. Returns the file written.
+  // The RNG states saved beside the CPU generator's: the default generator of this CUDA device
+  // when training on one (CPU runs leave CUDA alone: no context is created for them).
+  void set_device(const c10::Device& device) { device_ = device; }
+
+  // Writes model parameters and buffers, optimizer state, the trainer state, the global RNG
+  // states and the config hash. Returns the file written.
   std::string save(const CheckpointContents& contents, torch::nn::Module& model,
                    torch::optim::Optimizer& optimizer);
 
@@ -55,13 +65,24 @@ class CheckpointStore {
                                                 torch::optim::Optimizer& optimizer,
                                                 std::vector<std::string>& warnings);
 
+  // This rank's RNG states at `step` (data-parallel ranks other than 0). Returns the file written.
+  std::string save_rank_state(const std::string& config_hash, int64_t step, int64_t rank);
+
+  // Restores this rank's RNG states saved at `step`; false (with the reason in `warnings`) when
+  // the file is missing or unreadable, e.g. the rank died between rank 0's save and its own.
+  bool load_rank_state(const std::string& config_hash, int64_t step, int64_t rank,
+                       std::vector<std::string>& warnings);
+
   // Checkpoint files, newest first.
   std::vector<std::string> list() const;
   const std::string& dir() const { return dir_; }
 
  private:
+  std::vector<std::string> list_rank_files(int64_t rank) const;
+
   std::string dir_;
   int keep_;
+  c10::Device device_{c10::DeviceType::CPU};
 };
 
 }  // namespace batchlab::train

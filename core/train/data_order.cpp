@@ -55,8 +55,7 @@ BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world, 
 
 torch::Tensor micro_batch_indices(const torch::Tensor& permutation, const BatchGeometry& g,
                                   int64_t step_in_epoch, int64_t rank, int64_t micro_index) {
-  const int64_t start =
-      step_in_epoch * g.global + rank * g.micro * g.accum + micro_index * g.micro;
+  const int64_t start = step_in_epoch * g.global + (micro_index * g.world + rank) * g.micro;
   return permutation.slice(0, start, start + g.micro);
 }
 

@@ -33,7 +33,10 @@ struct BatchGeometry {
 BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world, int64_t train_size);
 
 // int64 [micro]: the examples of micro-batch `micro_index` of `rank` in update `step_in_epoch`.
-// Rank r owns the contiguous slice [r * micro * accum, (r + 1) * micro * accum) of the global batch.
+// Micro-batch j of rank r is the slice [(j * world + r) * micro, + micro) of the global batch, so
+// the ranks' j-th micro-batches together are exactly the single-process j-th micro-batch of
+// world x micro examples: 2 ranks x micro b see the same groups (ghost batch norm included) as one
+// process x micro 2b. With one process this is the plain order [j * micro, (j + 1) * micro).
 torch::Tensor micro_batch_indices(const torch::Tensor& permutation, const BatchGeometry& g,
                                   int64_t step_in_epoch, int64_t rank, int64_t micro_index);
 

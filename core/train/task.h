@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/optim/factory.h"
+#include "core/train/data_order.h"
 
 namespace batchlab::train {
 
@@ -22,6 +23,9 @@ struct Batch {
   torch::Tensor inputs;   // task-defined, e.g. float [B, C, H, W]
   torch::Tensor targets;  // task-defined, e.g. int64 [B]
   int64_t size = 0;       // examples in the batch
+  // Further task-defined tensors, by position (MLM: segment ids, masked positions, ...); most
+  // tasks leave it empty.
+  std::vector<torch::Tensor> extras;
 };
 
 // What one forward pass yields. The loss is a mean so backward() sees the usual scale; `correct`
@@ -30,6 +34,19 @@ struct BatchOutput {
   torch::Tensor loss;     // 0-dim float: mean loss over the `count` items
   torch::Tensor correct;  // 0-dim: number of correct predictions among them
   int64_t count = 0;      // items the loss and metric are over (examples; masked tokens for MLM)
+};
+
+// The order in which training will ask for training batches, for tasks that build them ahead of
+// time on loader threads. Step s >= first_step reads micro-batches j = 0 .. geometry.accum - 1:
+// micro_batch_indices(epoch_permutation(data_seed, s / steps_per_epoch, train_size), geometry,
+// s % steps_per_epoch, rank, j), augmented with seed mix_seed(mix_seed(data_seed, s + 1), j).
+struct BatchPlan {
+  int64_t data_seed = 0;
+  BatchGeometry geometry;
+  int64_t rank = 0;
+  int64_t train_size = 0;
+  int64_t first_step = 0;
+  int64_t end_step = 0;  // first step not taken; 0 = not known (a wall-clock budget)
 };
 
 class Task {
@@ -57,6 +74,10 @@ class Task {
   // [0, 1] (the LR schedule's: step fraction, or time fraction under a wall-clock budget). Tasks
   // whose batches depend on it (BERT's two-phase sequence length) switch here; most ignore it.
   virtual void set_progress(double /*progress*/) {}
+
+  // Called by the trainer when training starts or resumes. Tasks with loader threads build the
+  // planned batches ahead; make_batch returns the same batch whether or not it was built ahead.
+  virtual void plan_batches(const BatchPlan& /*plan*/) {}
 
   // Name of the accuracy-like metric ("acc" for top-1, "mlm_acc" for masked tokens).
   virtual std::string metric_name() const { return "acc"; }

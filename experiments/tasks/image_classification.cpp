@@ -3,13 +3,21 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "models/memory_format.h"
+
 namespace batchlab::experiments {
 
 ImageClassificationTask::ImageClassificationTask(data::ImageDataset dataset,
                                                  std::shared_ptr<models::ImageClassifier> model,
-                                                 bool augment, torch::Device device)
-    : dataset_(std::move(dataset)), model_(std::move(model)), augment_(augment), device_(device) {
+                                                 bool augment, torch::Device device,
+                                                 bool channels_last)
+    : dataset_(std::move(dataset)),
+      model_(std::move(model)),
+      augment_(augment),
+      device_(device),
+      channels_last_(channels_last && device.is_cuda()) {
   model_->to(device_);
+  if (channels_last_) models::to_channels_last(*model_);
   // The dataset's per-channel statistics (whole training split), kept on the device.
   const auto c = static_cast<int64_t>(dataset_.mean.size());
   auto as_tensor = [&](const std::vector<double>& v) {
@@ -48,10 +56,21 @@ train::Batch ImageClassificationTask::make_batch(train::Split split, const torch
   auto x = images.index_select(0, indices);  // uint8 [n, C, H, W]
   if (augment_ && augment_seed && is_train) x = random_crop_flip(x, 2, *augment_seed);
 
+  auto y = labels.index_select(0, indices);
+  // To a GPU from page-locked memory, without waiting for the copy: the host goes on to queue the
+  // forward pass (the caching host allocator keeps the buffers until their copies are done).
+  const bool async = device_.is_cuda();
+  if (async) {
+    x = x.pin_memory();
+    y = y.pin_memory();
+  }
+  const auto on_device = torch::TensorOptions().device(device_);
+
   train::Batch batch;
   // Normalize on the device: the host sends uint8, a quarter of the float bytes.
-  batch.inputs = x.to(device_).to(torch::kFloat32).div_(255.0).sub_(mean_).div_(std_);
-  batch.targets = labels.index_select(0, indices).to(device_);
+  batch.inputs = x.to(on_device, async).to(torch::kFloat32).div_(255.0).sub_(mean_).div_(std_);
+  if (channels_last_) batch.inputs = batch.inputs.contiguous(torch::MemoryFormat::ChannelsLast);
+  batch.targets = y.to(on_device, async);
   batch.size = indices.size(0);
   return batch;
 }

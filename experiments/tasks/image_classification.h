@@ -14,9 +14,11 @@ namespace batchlab::experiments {
 
 class ImageClassificationTask : public train::Task {
  public:
+  // On a CUDA device, `channels_last` (model.channels_last) puts the model's 4-d weights and the
+  // input batches in NHWC, and batches travel from pinned host memory without blocking the host.
   ImageClassificationTask(data::ImageDataset dataset,
                           std::shared_ptr<models::ImageClassifier> model, bool augment,
-                          torch::Device device);
+                          torch::Device device, bool channels_last = false);
 
   torch::nn::Module& model() override { return *model_; }
   int64_t size(train::Split split) const override;
@@ -31,6 +33,7 @@ class ImageClassificationTask : public train::Task {
   std::shared_ptr<models::ImageClassifier> model_;
   bool augment_;
   torch::Device device_;
+  bool channels_last_ = false;  // only ever true on CUDA
   torch::Tensor mean_;  // float [1, C, 1, 1]
   torch::Tensor std_;   // float [1, C, 1, 1]
 };

@@ -27,14 +27,23 @@ TEST(DataOrder, EveryBatchSizeWalksTheSameOrder) {
   EXPECT_TRUE(torch::equal(torch::cat(from_small), torch::cat(from_large)));
 }
 
-TEST(DataOrder, RanksTakeDisjointContiguousShards) {
+TEST(DataOrder, RanksInterleaveSoTheirMicroBatchesFormTheSingleProcessOnes) {
   auto perm = epoch_permutation(1, 0, 64);
-  auto g = make_batch_geometry(32, 4, 2, 64);  // 2 ranks x micro 4 x accumulation 4
+  auto g = make_batch_geometry(32, 4, 2, 64);       // 2 ranks x micro 4 x accumulation 4
+  auto single = make_batch_geometry(32, 8, 1, 64);  // 1 process x micro 8 x accumulation 4
   EXPECT_EQ(g.accum, 4);
-  std::vector<torch::Tensor> parts;
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t j = 0; j < g.accum; ++j) parts.push_back(micro_batch_indices(perm, g, 1, r, j));
-  EXPECT_TRUE(torch::equal(torch::cat(parts), perm.slice(0, 32, 64)));
+  EXPECT_EQ(single.accum, 4);
+  std::vector<torch::Tensor> all;
+  for (int64_t j = 0; j < g.accum; ++j) {
+    auto r0 = micro_batch_indices(perm, g, 1, 0, j);
+    auto r1 = micro_batch_indices(perm, g, 1, 1, j);
+    // Rank 0 holds the first half of the single-process micro-batch j, rank 1 the second half.
+    EXPECT_TRUE(torch::equal(torch::cat({r0, r1}), micro_batch_indices(perm, single, 1, 0, j)));
+    all.push_back(r0);
+    all.push_back(r1);
+  }
+  // Together: exactly the global batch of step 1, each example once.
+  EXPECT_TRUE(torch::equal(torch::cat(all), perm.slice(0, 32, 64)));
 }
 
 TEST(DataOrder, GeometryCountsDroppedSamples) {

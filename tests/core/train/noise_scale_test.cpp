@@ -32,7 +32,7 @@ class LinearRegressionTask : public Task {
   torch::nn::Module& model() override { return *net_; }
   int64_t size(Split) const override { return x_.size(0); }
   Batch make_batch(Split, const torch::Tensor& idx, std::optional<uint64_t>) override {
-    return {x_.index_select(0, idx), y_.index_select(0, idx), idx.size(0)};
+    return {x_.index_select(0, idx), y_.index_select(0, idx), idx.size(0), {}};
   }
   BatchOutput forward(const Batch& b) override {
     auto residual = net_->forward(b.inputs).squeeze(1) - b.targets;

@@ -37,7 +37,7 @@ class ToyTask : public Task {
   Batch make_batch(Split s, const torch::Tensor& idx, std::optional<uint64_t>) override {
     const bool tr = s == Split::train;
     return {(tr ? train_x_ : test_x_).index_select(0, idx), (tr ? train_y_ : test_y_).index_select(0, idx),
-            idx.size(0)};
+            idx.size(0), {}};
   }
   BatchOutput forward(const Batch& b) override {
     auto logits = net_->forward(b.inputs);
