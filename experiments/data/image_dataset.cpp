@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "experiments/data/cifar10.h"
 #include "experiments/data/fashion_mnist.h"
 #include "experiments/data/synthetic_images.h"
 
@@ -41,7 +42,7 @@ void limit_split(torch::Tensor& images, torch::Tensor& labels, int64_t limit,
 
 }  // namespace
 
-std::vector<std::string> image_dataset_names() { return {"fashion_mnist", "synthetic"}; }
+std::vector<std::string> image_dataset_names() { return {"cifar10", "fashion_mnist", "synthetic"}; }
 
 ImageDataset load_image_dataset(const config::DataConfig& data) {
   check_size("data.train_size", data.train_size);
@@ -52,8 +53,9 @@ ImageDataset load_image_dataset(const config::DataConfig& data) {
                                  data.test_size > 0 ? data.test_size : kSyntheticTestSize,
                                  kSyntheticSeed);
   }
-  if (data.dataset == "fashion_mnist") {
-    ImageDataset ds = load_fashion_mnist(data.path);
+  if (data.dataset == "fashion_mnist" || data.dataset == "cifar10") {
+    ImageDataset ds =
+        data.dataset == "cifar10" ? load_cifar10(data.path) : load_fashion_mnist(data.path);
     limit_split(ds.train_images, ds.train_labels, data.train_size, "data.train_size", "training",
                 ds.name);
     limit_split(ds.test_images, ds.test_labels, data.test_size, "data.test_size", "test", ds.name);

@@ -20,7 +20,7 @@ struct ImageDataset {
   torch::Tensor test_labels;   // int64 [M]
   int64_t num_classes = 0;
   std::vector<std::string> class_names;  // num_classes entries
-  std::string name;                      // "fashion_mnist", "synthetic" (the data.dataset value)
+  std::string name;                      // "fashion_mnist", "cifar10", "synthetic" (data.dataset)
   std::string source;  // where it was read from: a directory, or the generator's seed
   // Per-channel mean and standard deviation of pixel/255 over the whole training split, before any
   // data.train_size limit (so a smaller train_size does not change the normalization). C entries.
@@ -38,6 +38,7 @@ std::vector<std::string> image_dataset_names();
 // Builds the dataset named by data.dataset:
 //   fashion_mnist: read from data.path ("" = /usr/share/datasets/fashion-mnist, package
 //                  dataset-fashion-mnist);
+//   cifar10:       the binary distribution in data.path (cifar10.h; no default location);
 //   synthetic:     generated (make_synthetic_images) with a fixed seed, so every run of every sweep
 //   sees
 //                  the same images, like a real dataset; data.path is ignored.

@@ -109,9 +109,9 @@ TEST(ImageDataset, UnknownDatasetListsValidNames) {
   } catch (const InputError& e) {
     EXPECT_STREQ(
         e.what(),
-        "data.dataset = \"cifar100\": unknown image dataset; valid: fashion_mnist, synthetic");
+        "data.dataset = \"cifar100\": unknown image dataset; valid: cifar10, fashion_mnist, synthetic");
   }
-  EXPECT_EQ(image_dataset_names(), (std::vector<std::string>{"fashion_mnist", "synthetic"}));
+  EXPECT_EQ(image_dataset_names(), (std::vector<std::string>{"cifar10", "fashion_mnist", "synthetic"}));
 }
 
 TEST(ImageDataset, NegativeSizeIsAnInputError) {

@@ -1,0 +1,189 @@
+// The masked-LM task on a tiny generated corpus and bert_tiny: batch layout, the loss as
+// cross-entropy over exactly the masked tokens (+ NSP), correct/count, fixed evaluation masks, the
+// two-phase length switch, and the configuration errors.
+#include "experiments/tasks/masked_lm_task.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <torch/torch.h>
+
+#include "core/errors.h"
+#include "tests/experiments/data/text_test_util.h"
+
+namespace batchlab::experiments {
+namespace {
+
+using data::testing::ScratchDir;
+
+class MaskedLmTaskTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir("mlmtask");
+    data::testing::write_text_corpus(dir_->path / "corpus", 30, 60);
+    ::setenv("BATCHLAB_CACHE_DIR", (dir_->path / "cache").c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    ::unsetenv("BATCHLAB_CACHE_DIR");
+    delete dir_;
+  }
+  void SetUp() override {
+    torch::manual_seed(0);
+    model_.arch = "bert_tiny";
+    model_.vocab_size = 300;
+    model_.max_seq_len = 64;
+    model_.dropout = 0.0;
+    data_.dataset = "text";
+    data_.path = (dir_->path / "corpus").string();
+    data_.seq_len = 32;
+  }
+  std::unique_ptr<MaskedLmTask> make() {
+    auto task = make_masked_lm_task(model_, data_, train_);
+    return std::unique_ptr<MaskedLmTask>(dynamic_cast<MaskedLmTask*>(task.release()));
+  }
+  static torch::Tensor first(int64_t n) { return torch::arange(n, torch::kInt64); }
+
+  static ScratchDir* dir_;
+  config::ModelConfig model_;
+  config::DataConfig data_;
+  config::TrainConfig train_;
+};
+ScratchDir* MaskedLmTaskTest::dir_ = nullptr;
+
+TEST_F(MaskedLmTaskTest, BatchesCarryIdsTargetsAndMaskedPositions) {
+  auto task = make();
+  ASSERT_TRUE(task);
+  EXPECT_EQ(task->metric_name(), "mlm_acc");
+  EXPECT_EQ(task->corpus().tokenizer->vocab_size(), 300);
+  EXPECT_EQ(task->size(train::Split::train), task->builder(train::Split::train).size());
+  EXPECT_GT(task->size(train::Split::test), 0);
+  EXPECT_GT(task->size(train::Split::train), 20 * task->size(train::Split::test));
+
+  const auto b = task->make_batch(train::Split::train, first(8), 123);
+  EXPECT_EQ(b.size, 8);
+  EXPECT_EQ(b.inputs.sizes(), (std::vector<int64_t>{8, 32}));
+  const int64_t n = b.targets.size(0);
+  EXPECT_GT(n, 8 * 30 * 0.1);
+  EXPECT_EQ(b.extras.at(kMlmPositions).size(0), n);
+  EXPECT_FALSE(b.extras.at(kMlmSegments).defined());
+  EXPECT_FALSE(b.extras.at(kMlmNspLabels).defined());
+}
+
+TEST_F(MaskedLmTaskTest, LossIsCrossEntropyOverTheMaskedTokens) {
+  auto task = make();
+  auto& net = dynamic_cast<models::MaskedLanguageModel&>(task->model());
+  net.eval();
+  torch::NoGradGuard no_grad;
+  const auto b = task->make_batch(train::Split::train, first(16), 5);
+  const auto out = task->forward(b);
+  EXPECT_EQ(out.count, b.targets.size(0));
+
+  const auto logits = net.forward(b.inputs, {}, {}, b.extras[kMlmPositions]).mlm_logits;
+  ASSERT_EQ(logits.size(0), out.count);
+  const auto expected = torch::nn::functional::cross_entropy(logits, b.targets);
+  EXPECT_NEAR(out.loss.item<double>(), expected.item<double>(), 1e-5);
+  EXPECT_EQ(out.correct.item<int64_t>(), logits.argmax(1).eq(b.targets).sum().item<int64_t>());
+  // An untrained model is near the uniform guess over 300 pieces.
+  EXPECT_NEAR(out.loss.item<double>(), std::log(300.0), 0.7);
+}
+
+TEST_F(MaskedLmTaskTest, TrainingLowersTheLossOfABatch) {
+  auto task = make();
+  auto params = task->model().parameters();
+  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(3e-3));
+  const auto b = task->make_batch(train::Split::train, first(16), 9);
+  double before = 0, after = 0;
+  for (int step = 0; step < 30; ++step) {
+    opt.zero_grad();
+    auto out = task->forward(b);
+    if (step == 0) before = out.loss.item<double>();
+    after = out.loss.item<double>();
+    out.loss.backward();
+    opt.step();
+  }
+  EXPECT_LT(after, before - 1.0) << before << " -> " << after;
+}
+
+TEST_F(MaskedLmTaskTest, EvaluationMasksAreFixedTrainingMasksFollowTheSeed) {
+  auto task = make();
+  const auto idx = first(6);
+  const auto e1 = task->make_batch(train::Split::test, idx, std::nullopt);
+  const auto e2 = task->make_batch(train::Split::test, idx, std::nullopt);
+  EXPECT_TRUE(e1.inputs.equal(e2.inputs));
+  EXPECT_TRUE(e1.targets.equal(e2.targets));
+  const auto t1 = task->make_batch(train::Split::train, idx, 1);
+  const auto t2 = task->make_batch(train::Split::train, idx, 2);
+  EXPECT_FALSE(t1.inputs.equal(t2.inputs));
+}
+
+TEST_F(MaskedLmTaskTest, SecondPhaseLengthFromSetProgress) {
+  data_.seq_len_phase2 = 64;
+  data_.phase2_fraction = 0.25;
+  auto task = make();
+  task->set_progress(0.74);
+  EXPECT_EQ(task->make_batch(train::Split::train, first(4), 1).inputs.size(1), 32);
+  task->set_progress(0.75);
+  EXPECT_EQ(task->current_seq_len(), 64);
+  EXPECT_EQ(task->make_batch(train::Split::train, first(4), 1).inputs.size(1), 64);
+  // Evaluation stays at data.seq_len.
+  EXPECT_EQ(task->make_batch(train::Split::test, first(4), std::nullopt).inputs.size(1), 32);
+  const auto out = task->forward(task->make_batch(train::Split::train, first(4), 1));
+  EXPECT_TRUE(std::isfinite(out.loss.item<double>()));
+}
+
+TEST_F(MaskedLmTaskTest, SentencePairsAddTheNextSentenceLoss) {
+  data_.sentence_pair = true;
+  model_.next_sentence = true;
+  auto task = make();
+  auto& net = dynamic_cast<models::MaskedLanguageModel&>(task->model());
+  net.eval();
+  torch::NoGradGuard no_grad;
+  const auto b = task->make_batch(train::Split::train, first(16), 4);
+  ASSERT_TRUE(b.extras[kMlmSegments].defined());
+  ASSERT_TRUE(b.extras[kMlmNspLabels].defined());
+  const auto out = task->forward(b);
+  const auto o = net.forward(b.inputs, b.extras[kMlmSegments], {}, b.extras[kMlmPositions]);
+  const auto expected = torch::nn::functional::cross_entropy(o.mlm_logits, b.targets) +
+                        torch::nn::functional::cross_entropy(o.nsp_logits, b.extras[kMlmNspLabels]);
+  EXPECT_NEAR(out.loss.item<double>(), expected.item<double>(), 1e-5);
+  EXPECT_EQ(out.count, b.targets.size(0));
+}
+
+TEST_F(MaskedLmTaskTest, ConfigurationErrorsNameTheKeys) {
+  auto expect_error = [&](const std::string& fragment) {
+    try {
+      make();
+      ADD_FAILURE() << "expected InputError mentioning " << fragment;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  model_.arch = "small_resnet";
+  expect_error("model.arch = \"small_resnet\"");
+  model_.arch = "bert_tiny";
+
+  model_.next_sentence = true;
+  expect_error("data.sentence_pair");
+  model_.next_sentence = false;
+
+  data_.seq_len = 128;  // model.max_seq_len = 64
+  expect_error("data.seq_len");
+  data_.seq_len = 32;
+
+  data_.test_size = 1000000;
+  expect_error("data.test_size");
+  data_.test_size = 0;
+
+  // A pack-text directory decides the vocabulary: another explicit size is a conflict, the
+  // default defers to it.
+  auto task = make();
+  const auto packed = (dir_->path / "packed").string();
+  data::pack_text(data::list_text_files({data_.path}), *task->corpus().tokenizer, packed, {});
+  data_.path = packed;
+  model_.vocab_size = 500;
+  expect_error("model.vocab_size = 500");
+  model_.vocab_size = config::ModelConfig{}.vocab_size;
+  EXPECT_EQ(make()->corpus().tokenizer->vocab_size(), 300);
+}
+
+}  // namespace
+}  // namespace batchlab::experiments
