@@ -17,7 +17,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: batchlab <command> [arguments]\n"
     "commands:\n"
-    "  train CONFIG.toml [--set k=v]... [--db PATH] [--run-id ID]   run one training job\n"
+    "  train CONFIG.toml [--set k=v]... [--db PATH] [--run-id ID] [--nproc N]\n"
+    "                                                               run one training job (N local ranks)\n"
     "  query --db PATH \"SELECT ...\" [--format table|csv|json]       read-only SQL\n"
     "  sweep plan|run|status|submit SWEEP.toml [options]           sweeps (batchlab sweep --help)\n"
     "  report --db PATH [--group-by k1,k2] [--where SQL] [--format F] per-group results of a sweep\n"

@@ -60,7 +60,7 @@ std::string figure_list() {
 int cmd_plot(const std::vector<std::string>& argv) {
   const std::string usage =
       "batchlab plot --db PATH --figure NAME --out FILE.png [--where SQL] [--run ID] "
-      "[--metric test_acc|test_loss] [--best] [--target VALUE]\nfigures:\n" + figure_list();
+      "[--metric test_acc|test_loss] [--best] [--target VALUE] [--series COLUMNS]\nfigures:\n" + figure_list();
   Args args(argv,
             {{"db", true, false},
              {"figure", true, false},
@@ -69,6 +69,7 @@ int cmd_plot(const std::vector<std::string>& argv) {
              {"run", true, false},
              {"metric", true, false},
              {"target", true, false},
+             {"series", true, false},
              {"best", false, false}},
             usage);
   for (const char* required : {"db", "figure", "out"}) {
@@ -98,6 +99,9 @@ int cmd_plot(const std::vector<std::string>& argv) {
   if (!fs::is_directory(parent, ec)) {
     throw UsageError(fmt::format("--out {}: directory {} does not exist", out, parent.string()));
   }
+  if (args.value("series") && figure->one_run) {
+    throw UsageError(fmt::format("--series: figure {} draws runs, not series of a sweep", name));
+  }
   if (args.value("run") && !figure->one_run) {
     throw UsageError(fmt::format("--run: figure {} shows a whole sweep; use --where to select runs",
                                  name));
@@ -110,7 +114,7 @@ int cmd_plot(const std::vector<std::string>& argv) {
   }
 
   std::vector<std::string> command = {python(), script.string(), "--db", db, "--out", out};
-  for (const char* opt : {"where", "run", "metric", "target"}) {
+  for (const char* opt : {"where", "run", "metric", "target", "series"}) {
     if (auto v = args.value(opt)) {
       command.push_back(std::string("--") + opt);
       command.push_back(*v);

@@ -1,13 +1,13 @@
 """accuracy-vs-batch: final (or --best) test accuracy against the global batch on a log2 axis, one
-line per optimizer, error bars = standard deviation over seeds; each point is the best base LR of
-its (optimizer, batch) group. The LARS-versus-LAMB figure (You et al. 2017, 2020)."""
+line per series (--series, default the optimizer), error bars = sd over seeds; each point is the best base LR of
+its (series, batch) group. The LARS-versus-LAMB figure (You et al. 2017, 2020)."""
 
 from common import FigureInputError, best_lr_groups, main, mean_sd, new_figure, runs_with_finals, save
 
 
 def draw(db, args):
     higher = args.metric == "test_acc"
-    groups = best_lr_groups(runs_with_finals(db, args.where, args.metric, args.best), higher)
+    groups = best_lr_groups(runs_with_finals(db, args.where, args.metric, args.best, args.series), higher)
     if not groups:
         raise FigureInputError("no finished run with an evaluation matches")
     plt, fig, ax = new_figure()

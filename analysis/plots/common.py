@@ -30,6 +30,9 @@ def parse_args(description, needs_run=False):
     p.add_argument("--metric", default="test_acc", choices=["test_acc", "test_loss"])
     p.add_argument("--best", action="store_true", help="best evaluation instead of the final one")
     p.add_argument("--target", type=float, default=None, help="target value (default: the first)")
+    p.add_argument("--series", default="optimizer",
+                   help="runs columns whose values make one line, comma-separated "
+                        "(default optimizer; e.g. optimizer,scaling)")
     if needs_run:
         p.add_argument("--run", default="", help="run id or unique prefix (default: chosen)")
     return p.parse_args()
@@ -55,14 +58,31 @@ def query(db, sql, params=()):
         raise FigureInputError(f"{e} (in: {sql})")
 
 
-def runs_with_finals(db, where="", metric="test_acc", best=False):
-    """One dict per run: identity, setting, status and its final (or best) evaluation."""
+def series_columns(db, series):
+    """The --series columns, checked against the runs table."""
+    columns = [r[1] for r in query(db, "PRAGMA table_info(runs)")]
+    names = [c.strip() for c in series.split(",") if c.strip()]
+    for c in names:
+        if c not in columns:
+            raise FigureInputError(f"--series {c}: not a column of the runs table; one of: "
+                                   + ", ".join(columns))
+    if not names:
+        raise FigureInputError("--series: give at least one runs column")
+    return names
+
+
+def runs_with_finals(db, where="", metric="test_acc", best=False, series="optimizer"):
+    """One dict per run: identity, setting, status, its series label (the --series columns joined
+    by '/') and its final (or best) evaluation."""
     agg = ("max" if metric == "test_acc" else "min") if best else None
-    rows = query(db, "SELECT r.run_id, r.optimizer, r.global_batch, r.base_lr, r.peak_lr, r.seed, "
-                     "r.status FROM runs r" + where_clause(where))
+    cols = series_columns(db, series)
+    rows = query(db, "SELECT r.run_id, r.global_batch, r.base_lr, r.peak_lr, r.seed, r.status"
+                     + "".join(f", r.{c}" for c in cols) + " FROM runs r" + where_clause(where))
     runs = {}
-    for run_id, opt, batch, base_lr, peak_lr, seed, status in rows:
-        runs[run_id] = dict(run_id=run_id, optimizer=opt, batch=batch, base_lr=base_lr,
+    for row in rows:
+        run_id, batch, base_lr, peak_lr, seed, status = row[:6]
+        label = "/".join(str(v) for v in row[6:])
+        runs[run_id] = dict(run_id=run_id, optimizer=label, batch=batch, base_lr=base_lr,
                             peak_lr=peak_lr, seed=seed, status=status, metric=None,
                             gap_acc=None, gap_loss=None)
     finals = query(db, "SELECT e.run_id, e.test_acc, e.test_loss, e.gap_acc, e.gap_loss FROM evals e "
@@ -91,7 +111,7 @@ def mean_sd(values):
 
 
 def best_lr_groups(runs, higher_better=True):
-    """{(optimizer, batch): [runs of the base LR with the best mean metric over finished runs]}.
+    """{(series, batch): [runs of the base LR with the best mean metric over finished runs]}.
 
     The same rule as `batchlab report`: a group with several base LRs is represented by its best.
     """

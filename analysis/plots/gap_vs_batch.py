@@ -1,12 +1,12 @@
 """gap-vs-batch: the generalization gap at the end of training (train_acc - test_acc, and
 test_loss - train_loss, both measured in eval mode) against the global batch, one line per
-optimizer, best base LR per point, error bars over seeds (Keskar et al. 2017's question)."""
+series (default the optimizer), best base LR per point, error bars over seeds (Keskar et al. 2017's question)."""
 
 from common import FigureInputError, best_lr_groups, main, mean_sd, new_figure, runs_with_finals, save
 
 
 def draw(db, args):
-    groups = best_lr_groups(runs_with_finals(db, args.where, args.metric), args.metric == "test_acc")
+    groups = best_lr_groups(runs_with_finals(db, args.where, args.metric, series=args.series), args.metric == "test_acc")
     if not groups:
         raise FigureInputError("no finished run with an evaluation matches")
     plt, fig, (ax_acc, ax_loss) = new_figure(2)

@@ -1,9 +1,10 @@
 """steps-to-target: optimizer steps (left) and epochs (right) to reach a target against the global
-batch on log-log axes, one line per optimizer, with the perfect-scaling line (steps halve when the
-batch doubles) through each optimizer's smallest batch (Shallue et al. 2019). Each point is the
+batch on log-log axes, one line per series (default the optimizer), with the perfect-scaling line (steps halve when the
+batch doubles) through each series' smallest batch (Shallue et al. 2019). Each point is the
 base LR with the fewest mean steps among those whose every finished seed reached the target."""
 
-from common import FigureInputError, main, mean_sd, new_figure, query, where_clause, save
+from common import (FigureInputError, main, mean_sd, new_figure, query, series_columns,
+                    where_clause, save)
 
 
 def draw(db, args):
@@ -16,9 +17,11 @@ def draw(db, args):
         if not targets:
             raise FigureInputError(f"--target {args.target}: no milestone has this target")
     metric, target = targets[0]
-    runs = query(db, "SELECT r.run_id, r.optimizer, r.global_batch, r.base_lr FROM runs r"
-                     + where_clause(args.where) + (" AND" if args.where else " WHERE")
+    cols = series_columns(db, args.series)
+    rows = query(db, "SELECT r.run_id, r.global_batch, r.base_lr" + "".join(f", r.{c}" for c in cols)
+                     + " FROM runs r" + where_clause(args.where) + (" AND" if args.where else " WHERE")
                      + " r.status = 'done'")
+    runs = [(r[0], "/".join(str(v) for v in r[3:]), r[1], r[2]) for r in rows]
     reached = {row[0]: row[1:] for row in query(
         db, "SELECT run_id, step, epoch FROM milestones WHERE metric = ? AND target = ?",
         (metric, target))}
@@ -35,7 +38,7 @@ def draw(db, args):
             if key not in best or steps < best[key][0]:
                 best[key] = (steps, epochs)
     if not best:
-        raise FigureInputError(f"no (optimizer, batch) reached {metric} {target:g} in every seed")
+        raise FigureInputError(f"no (series, batch) reached {metric} {target:g} in every seed")
     plt, fig, (ax_steps, ax_epochs) = new_figure(2)
     for opt in sorted({k[0] for k in best}):
         batches = sorted(b for o, b in best if o == opt)
