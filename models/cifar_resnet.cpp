@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "models/resnet.h"
 #include "models/basic_block.h"
 
 namespace batchlab::models {
@@ -86,14 +87,7 @@ CifarResNet::CifarResNet(CifarResNetOptions options) : options_(std::move(option
   fc_ = register_module("fc", torch::nn::Linear(in, options_.num_classes));
 
   torch::NoGradGuard no_grad;
-  for (const auto& m : modules(/*include_self=*/false)) {
-    if (auto* conv = m->as<torch::nn::Conv2d>()) {
-      torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
-    } else if (auto* bn = m->as<GhostBatchNorm2dImpl>()) {
-      torch::nn::init::ones_(bn->weight);
-      torch::nn::init::zeros_(bn->bias);
-    }
-  }
+  init_resnet_weights(*this);
   if (options_.zero_init_residual) {
     for (const auto& m : modules(/*include_self=*/false)) {
       if (auto* block = m->as<CifarBlockImpl>()) block->zero_init_residual();

@@ -94,14 +94,7 @@ ResNet::ResNet(ResNetOptions options) : options_(std::move(options)) {
   fc_ = register_module("fc", torch::nn::Linear(in, options_.num_classes));
 
   torch::NoGradGuard no_grad;
-  for (const auto& m : modules(/*include_self=*/false)) {
-    if (auto* conv = m->as<torch::nn::Conv2d>()) {
-      torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
-    } else if (auto* bn = m->as<GhostBatchNorm2dImpl>()) {
-      torch::nn::init::ones_(bn->weight);
-      torch::nn::init::zeros_(bn->bias);
-    }
-  }
+  init_resnet_weights(*this);
   if (options_.zero_init_residual) {
     for (const auto& m : modules(/*include_self=*/false)) {
       if (auto* basic = m->as<BasicBlockImpl>()) basic->zero_init_residual();
@@ -153,6 +146,18 @@ int64_t ResNet::forward_macs(const ResNetOptions& o, int64_t height, int64_t wid
     }
   }
   return macs + in * o.num_classes;  // fc
+}
+
+void init_resnet_weights(torch::nn::Module& network) {
+  torch::NoGradGuard no_grad;
+  for (const auto& m : network.modules(/*include_self=*/false)) {
+    if (auto* conv = m->as<torch::nn::Conv2d>()) {
+      torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+    } else if (auto* bn = m->as<GhostBatchNorm2dImpl>()) {
+      torch::nn::init::ones_(bn->weight);
+      torch::nn::init::zeros_(bn->bias);
+    }
+  }
 }
 
 }  // namespace batchlab::models

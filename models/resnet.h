@@ -79,4 +79,9 @@ class ResNet : public ImageClassifier {
   torch::nn::Linear fc_{nullptr};
 };
 
+// torchvision's ResNet initialization for every ResNet here: He-normal (fan_out, ReLU)
+// convolutions, batch norms at scale 1 and shift 0; linear layers keep LibTorch's default, as in
+// torchvision. Used by ResNet, CifarResNet and SmallResNet.
+void init_resnet_weights(torch::nn::Module& network);
+
 }  // namespace batchlab::models

@@ -19,26 +19,7 @@
 
 namespace batchlab::analysis::testing {
 
-inline const char* kMiniBase = R"(schema_version = 1
-[model]
-arch = "small_resnet"
-width = 8
-[data]
-dataset = "synthetic"
-train_size = 512
-test_size = 256
-eval_train_samples = 256
-[batch]
-global = 64
-micro = 32
-[optim]
-name = "sgd"
-base_lr = 0.05
-[schedule]
-epochs = 2
-[train]
-threads = 1
-)";
+// The base experiment: the CLI tests' tiny synthetic job (cli_runner.h kTinyConfig).
 
 inline const char* kMiniSpecBody = R"(seeds = [0, 1]
 [set]
@@ -69,7 +50,7 @@ inline std::string mini_sweep_db() {
   ::flock(lock, LOCK_EX);
   if (!fs::exists(dir / "complete")) {
     fs::remove(db);
-    std::ofstream(dir / "base.toml") << kMiniBase;
+    std::ofstream(dir / "base.toml") << cli::testing::kTinyConfig;
     std::ofstream(dir / "spec.toml") << "schema_version = 1\n[sweep]\nname = \"mini\"\n"
                                      << "experiment = \"base.toml\"\nresults = \"" << db << "\"\n"
                                      << kMiniSpecBody;
