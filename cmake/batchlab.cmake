@@ -90,9 +90,11 @@ function(batchlab_add_test_suite name dir)
     if(ARG_NEEDS_BINARY)
       add_dependencies(${exe} batchlab)
     endif()
+    # One label per test: gtest_discover_tests writes PROPERTIES into a script unquoted, so a
+    # two-element list would become LABELS <dir> plus a stray property named "slow".
     set(labels ${dir})
     if(kind STREQUAL "slow")
-      list(APPEND labels slow)
+      set(labels slow)
     endif()
     gtest_discover_tests(${exe} PROPERTIES LABELS "${labels}" DISCOVERY_TIMEOUT 60)
   endforeach()
