@@ -32,7 +32,7 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string dataset = "fashion_mnist";  // fashion_mnist | synthetic
+  std::string dataset = "fashion_mnist";  // fashion_mnist | synthetic | cifar10 | imagenet | text
   std::string path;                       // "" = the dataset's default location
   int64_t workers = 0;                    // loader threads; 0 = batches built on the training thread
   int64_t seed = 0;                       // data-order seed; defaults to train.seed when absent
