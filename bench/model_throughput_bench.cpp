@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_threads.h"
 #include "models/bert.h"
 #include "models/registry.h"
 
@@ -177,19 +178,9 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      threads = std::atoi(argv[i] + 10);
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  at::set_num_threads(threads);
+  batchlab::bench::take_threads_flag(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   std::printf("LibTorch %s, intra-op threads: %d\n", TORCH_VERSION, at::get_num_threads());
 
   RecordingReporter reporter;

@@ -22,6 +22,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "bench/bench_threads.h"
 #include "core/optim/fused_kernels.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/lamb.h"
@@ -238,20 +239,10 @@ void print_ratio(const RecordingReporter& r, const char* what, const char* num, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      threads = std::atoi(argv[i] + 10);
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  batchlab::bench::take_threads_flag(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
-  at::set_num_threads(threads);
   int64_t count = 0;
   for (const auto& s : resnet50_shapes()) {
     int64_t numel = 1;

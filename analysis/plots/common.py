@@ -132,6 +132,15 @@ def best_lr_groups(runs, higher_better=True):
     return out
 
 
+def runs_with_rows(db, table, where="", prefix="", order="t.run_id"):
+    """Run ids with rows in `table` among the runs matching `where`, those starting with `prefix`
+    when one is given, in `order` (over the table t and runs r); at most 12 (one figure's lines)."""
+    runs = [r[0] for r in query(db, f"SELECT DISTINCT t.run_id FROM {table} t JOIN runs r "
+                                    "ON r.run_id = t.run_id" + where_clause(where)
+                                    + f" ORDER BY {order}")]
+    return [r for r in runs if r.startswith(prefix)][:12]
+
+
 def pick_run(db, prefix, table, where=""):
     """The run a one-run figure shows: the id (prefix) given, else the run with most `table` rows."""
     if prefix:

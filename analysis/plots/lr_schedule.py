@@ -2,19 +2,16 @@
 per run (at most 12; --run or --where select), showing warmup, decay and the peak each scaling rule
 gave each batch size."""
 
-from common import FigureInputError, main, new_figure, query, run_label, save, where_clause
+from common import FigureInputError, main, new_figure, query, run_label, runs_with_rows, save
 
 
 def draw(db, args):
-    runs = [r[0] for r in query(db, "SELECT DISTINCT s.run_id FROM steps s JOIN runs r "
-                                    "ON r.run_id = s.run_id" + where_clause(args.where)
-                                    + " ORDER BY r.optimizer, r.global_batch, s.run_id")]
-    if args.run:
-        runs = [r for r in runs if r.startswith(args.run)]
+    runs = runs_with_rows(db, "steps", args.where, args.run,
+                          order="r.optimizer, r.global_batch, t.run_id")
     if not runs:
         raise FigureInputError("no run has step rows")
     plt, fig, ax = new_figure()
-    for run_id in runs[:12]:
+    for run_id in runs:
         rows = query(db, "SELECT step, lr FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
         ax.plot([r[0] for r in rows], [r[1] for r in rows], label=run_label(db, run_id))
     ax.set_xlabel("step")

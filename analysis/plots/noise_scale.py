@@ -3,20 +3,17 @@
 run that measured it (train.noise_scale), with the global batch sizes of the selected runs marked
 as horizontal lines."""
 
-from common import FigureInputError, main, new_figure, query, run_label, save, where_clause
+from common import (FigureInputError, main, new_figure, query, run_label, runs_with_rows, save,
+                    where_clause)
 
 
 def draw(db, args):
-    runs = [r[0] for r in query(db, "SELECT DISTINCT n.run_id FROM noise_scale n JOIN runs r "
-                                    "ON r.run_id = n.run_id" + where_clause(args.where)
-                                    + " ORDER BY n.run_id")]
-    if args.run:
-        runs = [r for r in runs if r.startswith(args.run)]
+    runs = runs_with_rows(db, "noise_scale", args.where, args.run)
     if not runs:
         raise FigureInputError("no run has gradient noise scale rows (train.noise_scale = true)")
     plt, fig, ax = new_figure()
     plotted = 0
-    for run_id in runs[:12]:
+    for run_id in runs:
         rows = query(db, "SELECT step, b_simple FROM noise_scale WHERE run_id = ? AND b_simple > 0 "
                          "ORDER BY step", (run_id,))
         if rows:
