@@ -1,15 +1,15 @@
 // `batchlab report`: what a sweep database says per group of runs (default: optimizer x global
-// batch). For each group: how many runs and seeds, the final and best test metric (mean and standard
-// deviation over seeds), the generalization gap at the end and when each target was first reached,
-// the steps / epochs / samples / training-clock seconds to each target, how many runs diverged, and
-// the peak learning rate.
+// batch). For each group: how many runs and seeds, the final and best test metric (mean and
+// standard deviation over seeds), the generalization gap at the end and when each target was first
+// reached, the steps / epochs / samples / training-clock seconds to each target, how many runs
+// diverged, and the peak learning rate.
 //
-// Learning-rate tuning: when the runs of a group differ in base_lr (an LR grid that is not one of the
-// group-by keys), the group reports its best LR (highest mean final metric over the seeds of that LR
-// among finished runs; lowest for a loss) and the other columns describe that LR's runs only, as
-// large-batch studies report "the best tuned result per batch size" (Shallue et al. 2019; Nado et al.
-// 2021). When that best LR is the smallest or the largest of the group's grid, the optimum may lie
-// outside it: the row is flagged and a warning names the group.
+// Learning-rate tuning: when the runs of a group differ in base_lr (an LR grid that is not one of
+// the group-by keys), the group reports its best LR (highest mean final metric over the seeds of
+// that LR among finished runs; lowest for a loss) and the other columns describe that LR's runs
+// only, as large-batch studies report "the best tuned result per batch size" (Shallue et al. 2019;
+// Nado et al. 2021). When that best LR is the smallest or the largest of the group's grid, the
+// optimum may lie outside it: the row is flagged and a warning names the group.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,8 @@
 namespace batchlab::analysis {
 
 struct ReportOptions {
-  // Keys to group by: a column of the runs table (optimizer, global_batch, model, scaling, ...), or a
-  // config key path with a dot (optim.weight_decay), read from each run's resolved config.
+  // Keys to group by: a column of the runs table (optimizer, global_batch, model, scaling, ...), or
+  // a config key path with a dot (optim.weight_decay), read from each run's resolved config.
   std::vector<std::string> group_by = {"optimizer", "global_batch"};
   // An SQL condition on the runs table (alias r), e.g. "r.optimizer IN ('lars', 'lamb')".
   std::string where;
@@ -63,12 +63,12 @@ struct ReportRow {
   int runs = 0;                  // every run of the group, whatever its status and LR
   int seeds = 0;                 // distinct seeds among them
   int done = 0, diverged = 0, failed = 0, unfinished = 0;  // unfinished: planned/running/preempted
-  int lr_values = 0;             // distinct base_lr values in the group
-  std::optional<double> base_lr;  // the selected (best) base LR
+  int lr_values = 0;                                       // distinct base_lr values in the group
+  std::optional<double> base_lr;                           // the selected (best) base LR
   std::optional<double> peak_lr;  // its peak LR (mean: equal for equal batch and rule)
   std::string lr_edge;            // "", "low" or "high": the selected LR sits at the grid's edge
   Stat final_metric, best_metric, gap_acc, gap_loss;  // over the selected LR's done runs
-  std::vector<TargetResult> targets;                   // parallel to Report::targets
+  std::vector<TargetResult> targets;                  // parallel to Report::targets
 };
 
 struct Report {
@@ -85,13 +85,13 @@ struct Report {
 };
 
 // Reads the database (read-only) and builds the report. Throws InputError for an unknown group-by
-// key (listing the runs columns), an unknown metric, or a --where that SQLite rejects; StoreInputError
-// for a missing database file.
+// key (listing the runs columns), an unknown metric, or a --where that SQLite rejects;
+// StoreInputError for a missing database file.
 Report build_report(const std::string& db_path, const ReportOptions& options);
 
-// The report as one result table: the shown group-by keys, then runs, seeds, lr (selected base LR and
-// grid size), peak_lr, final and best metric (mean, std), gaps, per target reached/steps/epochs/
-// samples/train_s/gap, diverged, note.
+// The report as one result table: the shown group-by keys, then runs, seeds, lr (selected base LR
+// and grid size), peak_lr, final and best metric (mean, std), gaps, per target
+// reached/steps/epochs/ samples/train_s/gap, diverged, note.
 results::QueryResult report_table(const Report& report);
 
 // table / markdown: constants and targets as a header, the table, warnings after it. csv: the table

@@ -67,7 +67,8 @@ std::vector<std::string> target_suffixes(const Report& report) {
   for (const auto& t : report.targets) mixed = mixed || t.metric != report.targets.front().metric;
   std::vector<std::string> out;
   for (const auto& t : report.targets) {
-    out.push_back(mixed ? fmt::format("@{}={:g}", t.metric, t.value) : fmt::format("@{:g}", t.value));
+    out.push_back(mixed ? fmt::format("@{}={:g}", t.metric, t.value)
+                        : fmt::format("@{:g}", t.value));
   }
   return out;
 }
@@ -158,7 +159,8 @@ std::string format_report(const Report& report, results::QueryFormat format) {
     j["constants"] = nlohmann::json::object();
     for (const auto& [k, v] : report.constants) j["constants"][k] = v;
     j["targets"] = nlohmann::json::array();
-    for (const auto& t : report.targets) j["targets"].push_back({{"metric", t.metric}, {"value", t.value}});
+    for (const auto& t : report.targets)
+      j["targets"].push_back({{"metric", t.metric}, {"value", t.value}});
     j["rows"] = nlohmann::json::array();
     for (const auto& row : report.rows) {
       nlohmann::json r;

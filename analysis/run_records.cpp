@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "core/errors.h"
 #include "results/errors.h"
@@ -17,9 +17,8 @@ namespace batchlab::analysis {
 namespace {
 
 const std::vector<std::string>& descriptor_columns() {
-  static const std::vector<std::string> cols = {"model",        "dataset",     "optimizer",
-                                                "scaling",      "global_batch", "micro_batch",
-                                                "world_size"};
+  static const std::vector<std::string> cols = {
+      "model", "dataset", "optimizer", "scaling", "global_batch", "micro_batch", "world_size"};
   return cols;
 }
 
@@ -30,9 +29,10 @@ results::QueryResult query(const std::string& db_path, const std::string& sql,
     return results::query_readonly(db_path, sql);
   } catch (const results::StoreInputError& e) {
     if (where.empty()) throw;
-    throw InputError(fmt::format("--where \"{}\": {} (write a condition on the runs table, alias r, "
-                                 "e.g. \"r.optimizer = 'lars'\")",
-                                 where, e.what()));
+    throw InputError(
+        fmt::format("--where \"{}\": {} (write a condition on the runs table, alias r, "
+                    "e.g. \"r.optimizer = 'lars'\")",
+                    where, e.what()));
   }
 }
 
@@ -151,9 +151,9 @@ std::vector<RunRecord> read_run_records(const std::string& db_path,
   }
   for (size_t k = 0; k < keys.size(); ++k) {
     if (key_column[k] < 0 && !out.empty() && !key_found[k]) {
-      throw InputError(fmt::format(
-          "--group-by {}: no selected run's config has this key; runs columns are: {}", keys[k],
-          fmt::join(columns, ", ")));
+      throw InputError(
+          fmt::format("--group-by {}: no selected run's config has this key; runs columns are: {}",
+                      keys[k], fmt::join(columns, ", ")));
     }
   }
   if (out.empty()) return out;
@@ -163,7 +163,8 @@ std::vector<RunRecord> read_run_records(const std::string& db_path,
       db_path,
       "SELECT e.run_id, e.test_acc, e.test_loss, e.gap_acc, e.gap_loss FROM evals e JOIN "
       "(SELECT run_id, max(step) AS last FROM evals GROUP BY run_id) m ON m.run_id = e.run_id "
-      "AND m.last = e.step WHERE e.run_id IN " + in_runs,
+      "AND m.last = e.step WHERE e.run_id IN " +
+          in_runs,
       where);
   for (const auto& row : finals.rows) {
     auto it = index.find(row[0].value_or(""));
@@ -174,22 +175,24 @@ std::vector<RunRecord> read_run_records(const std::string& db_path,
     run.final_gap_acc = to_number(row[3]);
     run.final_gap_loss = to_number(row[4]);
   }
-  const auto best = query(db_path,
-                          "SELECT run_id, max(test_acc), min(test_loss) FROM evals WHERE run_id IN " +
-                              in_runs + " GROUP BY run_id",
-                          where);
+  const auto best =
+      query(db_path,
+            "SELECT run_id, max(test_acc), min(test_loss) FROM evals WHERE run_id IN " + in_runs +
+                " GROUP BY run_id",
+            where);
   for (const auto& row : best.rows) {
     auto it = index.find(row[0].value_or(""));
     if (it == index.end()) continue;
     out[it->second].best_acc = to_number(row[1]);
     out[it->second].best_loss = to_number(row[2]);
   }
-  const auto milestones = query(
-      db_path,
-      "SELECT m.run_id, m.metric, m.target, m.step, m.epoch, m.samples, m.wall_s, e.gap_acc "
-      "FROM milestones m LEFT JOIN evals e ON e.run_id = m.run_id AND e.step = m.step "
-      "WHERE m.run_id IN " + in_runs + " ORDER BY m.run_id, m.metric, m.target",
-      where);
+  const auto milestones =
+      query(db_path,
+            "SELECT m.run_id, m.metric, m.target, m.step, m.epoch, m.samples, m.wall_s, e.gap_acc "
+            "FROM milestones m LEFT JOIN evals e ON e.run_id = m.run_id AND e.step = m.step "
+            "WHERE m.run_id IN " +
+                in_runs + " ORDER BY m.run_id, m.metric, m.target",
+            where);
   for (const auto& row : milestones.rows) {
     auto it = index.find(row[0].value_or(""));
     if (it == index.end()) continue;

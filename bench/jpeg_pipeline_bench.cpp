@@ -3,8 +3,8 @@
 //
 // Writes (once, reused afterwards) ImageNet-sized JPEGs: 500x375, quality 90, 4:2:0, with
 // natural-image-like content (1/f value noise, hard-edged shapes, regions of texture; about 100 KB
-// each, like an ImageNet photo of that size), as an image folder, and packs them (`batchlab data pack` code) raw at 256 and
-// 160 px and as JPEG. Then measures, one thread each:
+// each, like an ImageNet photo of that size), as an image folder, and packs them (`batchlab data
+// pack` code) raw at 256 and 160 px and as JPEG. Then measures, one thread each:
 //   BM_DecodeFullSize     TurboJPEG full-size decode of the in-memory files (tjbench's measurement)
 //   BM_JpegPipeline       training transform from the folder: read, header, random-resized-crop
 //                         geometry, DCT-scaled decode, resize to 224, flip
@@ -54,8 +54,8 @@ constexpr int64_t kClasses = 4;
 
 struct BenchFiles {
   fs::path root;
-  std::vector<std::string> files;                 // the training JPEGs
-  std::vector<std::vector<uint8_t>> bytes;        // the same, in memory
+  std::vector<std::string> files;           // the training JPEGs
+  std::vector<std::vector<uint8_t>> bytes;  // the same, in memory
   std::shared_ptr<const ImageSource> folder;
   std::map<std::string, std::shared_ptr<const ImageSource>> packs;  // raw256, raw160, jpeg256
 };
@@ -88,7 +88,9 @@ std::vector<uint8_t> natural_image(int64_t w, int64_t h, uint64_t seed) {
         float tx = fx - x0;
         tx = tx * tx * (3 - 2 * tx);
         for (int64_t c = 0; c < 3; ++c) {
-          auto at = [&](int64_t yy, int64_t xx) { return g[static_cast<size_t>((yy * gw + xx) * 3 + c)]; };
+          auto at = [&](int64_t yy, int64_t xx) {
+            return g[static_cast<size_t>((yy * gw + xx) * 3 + c)];
+          };
           img[static_cast<size_t>((y * w + x) * 3 + c)] +=
               (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) +
               ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
@@ -97,7 +99,8 @@ std::vector<uint8_t> natural_image(int64_t w, int64_t h, uint64_t seed) {
     }
   }
   for (int s = 0; s < 12; ++s) {
-    const float cx = u(rng) * w, cy = u(rng) * h, rx = 10 + u(rng) * w / 4, ry = 10 + u(rng) * h / 4;
+    const float cx = u(rng) * w, cy = u(rng) * h, rx = 10 + u(rng) * w / 4,
+                ry = 10 + u(rng) * h / 4;
     const float col[3] = {(u(rng) - 0.5f) * 120, (u(rng) - 0.5f) * 120, (u(rng) - 0.5f) * 120};
     for (int64_t y = std::max<int64_t>(0, static_cast<int64_t>(cy - ry));
          y < std::min<int64_t>(h, static_cast<int64_t>(cy + ry)); ++y) {
@@ -105,7 +108,8 @@ std::vector<uint8_t> natural_image(int64_t w, int64_t h, uint64_t seed) {
            x < std::min<int64_t>(w, static_cast<int64_t>(cx + rx)); ++x) {
         const float dx = (x - cx) / rx, dy = (y - cy) / ry;
         if (dx * dx + dy * dy >= 1) continue;
-        for (int64_t c = 0; c < 3; ++c) img[static_cast<size_t>((y * w + x) * 3 + c)] += col[c] * (1 - 0.5f * dx);
+        for (int64_t c = 0; c < 3; ++c)
+          img[static_cast<size_t>((y * w + x) * 3 + c)] += col[c] * (1 - 0.5f * dx);
       }
     }
   }
@@ -136,8 +140,9 @@ std::vector<uint8_t> natural_image(int64_t w, int64_t h, uint64_t seed) {
 
 void write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
   fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 // The image folder (train/c<k>/, a few val/ images) and its packs, made once per directory.
@@ -153,12 +158,15 @@ void prepare(const fs::path& root, int64_t images) {
       const auto rgb = natural_image(kWidth, kHeight, static_cast<uint64_t>(i));
       const bool val = i >= images;
       const fs::path path = root / "folder" / (val ? "val" : "train") /
-                            ("c" + std::to_string(i % kClasses)) / ("img_" + std::to_string(i) + ".JPEG");
+                            ("c" + std::to_string(i % kClasses)) /
+                            ("img_" + std::to_string(i) + ".JPEG");
       write_file(path, encoder.encode({rgb.data(), kWidth, kHeight, kWidth * 3}, kQuality));
     }
     for (const auto& [name, size, format] :
          std::vector<std::tuple<std::string, int64_t, PackFormat>>{
-             {"raw256", 256, PackFormat::raw}, {"raw160", 160, PackFormat::raw}, {"jpeg256", 256, PackFormat::jpeg}}) {
+             {"raw256", 256, PackFormat::raw},
+             {"raw160", 160, PackFormat::raw},
+             {"jpeg256", 256, PackFormat::jpeg}}) {
       PackOptions o;
       o.size = size;
       o.format = format;
@@ -211,7 +219,8 @@ void run_pipeline(benchmark::State& state, const ImageSource& source, bool train
   const int64_t n = source.size(Split::train);
   int64_t i = 0;
   for (auto _ : state) {
-    const std::optional<uint64_t> seed = train ? std::optional<uint64_t>(sample_seed(7, i)) : std::nullopt;
+    const std::optional<uint64_t> seed =
+        train ? std::optional<uint64_t>(sample_seed(7, i)) : std::nullopt;
     load_sample(*reader, Split::train, i % n, spec, seed, out.data(), scratch);
     benchmark::DoNotOptimize(out.data());
     ++i;
@@ -250,11 +259,13 @@ BENCHMARK(BM_ResizeOwn)->UseRealTime()->Unit(benchmark::kMicrosecond);
 void BM_ResizeTorch(benchmark::State& state) {
   at::set_num_threads(1);
   const auto rgb = natural_image(kWidth, kHeight, 1);
-  const auto image = torch::from_blob(const_cast<uint8_t*>(rgb.data()), {kHeight, kWidth, 3}, torch::kUInt8);
+  const auto image =
+      torch::from_blob(const_cast<uint8_t*>(rgb.data()), {kHeight, kWidth, 3}, torch::kUInt8);
   namespace F = torch::nn::functional;
   for (auto _ : state) {
     // Same work as BM_ResizeOwn: crop, to float planes, antialiased bilinear, flip, back to uint8.
-    auto crop = image.slice(0, 40, 340).slice(1, 50, 450).permute({2, 0, 1}).unsqueeze(0).to(torch::kFloat);
+    auto crop =
+        image.slice(0, 40, 340).slice(1, 50, 450).permute({2, 0, 1}).unsqueeze(0).to(torch::kFloat);
     auto resized = F::interpolate(crop, F::InterpolateFuncOptions()
                                             .size(std::vector<int64_t>{224, 224})
                                             .mode(torch::kBilinear)
@@ -276,8 +287,9 @@ void BM_Loader(benchmark::State& state) {
   const int64_t batch = 64, n = g_files.folder->size(Split::train);
   uint64_t seed = 0;
   for (auto _ : state) {
-    auto idx = torch::arange(static_cast<int64_t>(seed * batch), static_cast<int64_t>(seed * batch) + batch,
-                             torch::kInt64).remainder(n);
+    auto idx = torch::arange(static_cast<int64_t>(seed * batch),
+                             static_cast<int64_t>(seed * batch) + batch, torch::kInt64)
+                   .remainder(n);
     benchmark::DoNotOptimize(loader.load(Split::train, idx, ++seed).images.data_ptr());
   }
   set_rate(state, batch, std::max<int64_t>(1, workers));
@@ -291,7 +303,8 @@ class RateReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
       auto it = r.counters.find("images/s/thread");
-      if (it != r.counters.end() && r.run_type == Run::RT_Iteration) rates[r.benchmark_name()] = it->second.value;
+      if (it != r.counters.end() && r.run_type == Run::RT_Iteration)
+        rates[r.benchmark_name()] = it->second.value;
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -301,7 +314,8 @@ class RateReporter : public benchmark::ConsoleReporter {
 // file, or a negative value when it cannot be run.
 double tjbench_mpix(const std::string& file, double seconds) {
   const std::string cmd = "tjbench '" + file + "' -rgb -nowrite -quiet -benchtime " +
-                          std::to_string(seconds) + " -warmup " + std::to_string(seconds / 2) + " 2>&1";
+                          std::to_string(seconds) + " -warmup " + std::to_string(seconds / 2) +
+                          " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return -1;
   std::array<char, 512> line{};
@@ -339,7 +353,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   if (dir.empty()) {
-    dir = (fs::temp_directory_path() / ("batchlab_jpeg_bench_v2_" + std::to_string(images))).string();
+    dir =
+        (fs::temp_directory_path() / ("batchlab_jpeg_bench_v2_" + std::to_string(images))).string();
   }
   prepare(dir, images);
 
@@ -350,7 +365,9 @@ int main(int argc, char** argv) {
   double tj_seconds_per_image = 0;
   int64_t measured = 0;
   for (int64_t k = 0; k < tj_files && k < static_cast<int64_t>(g_files.files.size()); ++k) {
-    const auto& f = g_files.files[static_cast<size_t>(k) * g_files.files.size() / static_cast<size_t>(tj_files)];
+    const auto& f =
+        g_files
+            .files[static_cast<size_t>(k) * g_files.files.size() / static_cast<size_t>(tj_files)];
     const double mpix = tjbench_mpix(f, tj_time);
     if (mpix <= 0) continue;
     tj_seconds_per_image += static_cast<double>(kWidth * kHeight) / (mpix * 1e6);
@@ -364,22 +381,27 @@ int main(int argc, char** argv) {
   const double own_decode = rate("BM_DecodeFullSize/real_time");
   std::printf("\n== per-thread images/s (500x375, quality 90) ==\n");
   if (measured == 0) {
-    std::printf("tjbench: not run (install libjpeg-turbo-progs); our own full-size decode: %.0f\n", own_decode);
+    std::printf("tjbench: not run (install libjpeg-turbo-progs); our own full-size decode: %.0f\n",
+                own_decode);
   } else {
     const double tj = static_cast<double>(measured) / tj_seconds_per_image;
-    std::printf("tjbench full-size decode (%lld files): %.0f images/s   [in-process TurboJPEG: %.0f]\n",
-                static_cast<long long>(measured), tj, own_decode);
+    std::printf(
+        "tjbench full-size decode (%lld files): %.0f images/s   [in-process TurboJPEG: %.0f]\n",
+        static_cast<long long>(measured), tj, own_decode);
     if (pipeline > 0) {
-      std::printf("JPEG training pipeline:                %.0f images/s = %.2f x tjbench "
-                  "(target >= 0.70: %s)\n", pipeline, pipeline / tj, pipeline / tj >= 0.7 ? "met" : "MISSED");
+      std::printf(
+          "JPEG training pipeline:                %.0f images/s = %.2f x tjbench "
+          "(target >= 0.70: %s)\n",
+          pipeline, pipeline / tj, pipeline / tj >= 0.7 ? "met" : "MISSED");
     }
   }
   for (int k = 0; k < 3; ++k) {
     const double r = rate(("BM_Packed/" + std::to_string(k) + "/real_time").c_str());
     if (r > 0 && pipeline > 0) {
-      std::printf("packed %-8s training pipeline:     %.0f images/s = %.1f x the JPEG pipeline%s\n",
-                  kPackNames[k], r, r / pipeline,
-                  k == 0 ? (r / pipeline >= 5 ? " (target >= 5: met)" : " (target >= 5: MISSED)") : "");
+      std::printf(
+          "packed %-8s training pipeline:     %.0f images/s = %.1f x the JPEG pipeline%s\n",
+          kPackNames[k], r, r / pipeline,
+          k == 0 ? (r / pipeline >= 5 ? " (target >= 5: met)" : " (target >= 5: MISSED)") : "");
     }
   }
   return 0;

@@ -157,11 +157,11 @@ class RecordingReporter : public benchmark::ConsoleReporter {
     for (double ms : it->second) rates.push_back(static_cast<double>(batch) * 1000.0 / ms);
     std::sort(rates.begin(), rates.end());
     const double median = median_of(rates);
-    std::printf("%s fwd+bwd: median %.2f samples/s, min %.2f, max %.2f, spread %.1f%% (%zu "
-                "repetitions, %d threads); process CPU %.2f s/step\n",
-                label, median, rates.front(), rates.back(),
-                100.0 * (rates.back() - rates.front()) / median, rates.size(),
-                at::get_num_threads(), median_of(cpu_times_.at(name)) / 1000.0);
+    std::printf(
+        "%s fwd+bwd: median %.2f samples/s, min %.2f, max %.2f, spread %.1f%% (%zu "
+        "repetitions, %d threads); process CPU %.2f s/step\n",
+        label, median, rates.front(), rates.back(), 100.0 * (rates.back() - rates.front()) / median,
+        rates.size(), at::get_num_threads(), median_of(cpu_times_.at(name)) / 1000.0);
   }
 
  private:

@@ -9,6 +9,10 @@
 //   ./build/bench/optim_bench --threads=2 --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true          (one command line)
 // --threads sets at::set_num_threads (default 2; LibTorch 1.13 here starts with 1 intra-op thread).
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,10 +21,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <ATen/Parallel.h>
-#include <benchmark/benchmark.h>
-#include <torch/torch.h>
 
 #include "bench/bench_threads.h"
 #include "core/optim/fused_kernels.h"
@@ -38,56 +38,185 @@ using batchlab::optim::LarsOptions;
 // torchvision resnet50().named_parameters() shapes, in order.
 const std::vector<std::vector<int64_t>>& resnet50_shapes() {
   static const std::vector<std::vector<int64_t>> shapes = {
-    // conv1, bn1 (weight, bias)
-    {64, 3, 7, 7}, {64}, {64},
-    // layer1.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
-    {64, 64, 1, 1}, {64}, {64}, {64, 64, 3, 3}, {64}, {64}, {256, 64, 1, 1}, {256}, {256},
-    {256, 64, 1, 1}, {256}, {256},
-    // layer1.1: conv1, bn1, conv2, bn2, conv3, bn3
-    {64, 256, 1, 1}, {64}, {64}, {64, 64, 3, 3}, {64}, {64}, {256, 64, 1, 1}, {256}, {256},
-    // layer1.2: conv1, bn1, conv2, bn2, conv3, bn3
-    {64, 256, 1, 1}, {64}, {64}, {64, 64, 3, 3}, {64}, {64}, {256, 64, 1, 1}, {256}, {256},
-    // layer2.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
-    {128, 256, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
-    {512}, {512, 256, 1, 1}, {512}, {512},
-    // layer2.1: conv1, bn1, conv2, bn2, conv3, bn3
-    {128, 512, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
-    {512},
-    // layer2.2: conv1, bn1, conv2, bn2, conv3, bn3
-    {128, 512, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
-    {512},
-    // layer2.3: conv1, bn1, conv2, bn2, conv3, bn3
-    {128, 512, 1, 1}, {128}, {128}, {128, 128, 3, 3}, {128}, {128}, {512, 128, 1, 1}, {512},
-    {512},
-    // layer3.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
-    {256, 512, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
-    {1024}, {1024, 512, 1, 1}, {1024}, {1024},
-    // layer3.1: conv1, bn1, conv2, bn2, conv3, bn3
-    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
-    {1024},
-    // layer3.2: conv1, bn1, conv2, bn2, conv3, bn3
-    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
-    {1024},
-    // layer3.3: conv1, bn1, conv2, bn2, conv3, bn3
-    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
-    {1024},
-    // layer3.4: conv1, bn1, conv2, bn2, conv3, bn3
-    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
-    {1024},
-    // layer3.5: conv1, bn1, conv2, bn2, conv3, bn3
-    {256, 1024, 1, 1}, {256}, {256}, {256, 256, 3, 3}, {256}, {256}, {1024, 256, 1, 1}, {1024},
-    {1024},
-    // layer4.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
-    {512, 1024, 1, 1}, {512}, {512}, {512, 512, 3, 3}, {512}, {512}, {2048, 512, 1, 1}, {2048},
-    {2048}, {2048, 1024, 1, 1}, {2048}, {2048},
-    // layer4.1: conv1, bn1, conv2, bn2, conv3, bn3
-    {512, 2048, 1, 1}, {512}, {512}, {512, 512, 3, 3}, {512}, {512}, {2048, 512, 1, 1}, {2048},
-    {2048},
-    // layer4.2: conv1, bn1, conv2, bn2, conv3, bn3
-    {512, 2048, 1, 1}, {512}, {512}, {512, 512, 3, 3}, {512}, {512}, {2048, 512, 1, 1}, {2048},
-    {2048},
-    // fc (weight, bias)
-    {1000, 2048}, {1000},
+      // conv1, bn1 (weight, bias)
+      {64, 3, 7, 7},
+      {64},
+      {64},
+      // layer1.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+      {64, 64, 1, 1},
+      {64},
+      {64},
+      {64, 64, 3, 3},
+      {64},
+      {64},
+      {256, 64, 1, 1},
+      {256},
+      {256},
+      {256, 64, 1, 1},
+      {256},
+      {256},
+      // layer1.1: conv1, bn1, conv2, bn2, conv3, bn3
+      {64, 256, 1, 1},
+      {64},
+      {64},
+      {64, 64, 3, 3},
+      {64},
+      {64},
+      {256, 64, 1, 1},
+      {256},
+      {256},
+      // layer1.2: conv1, bn1, conv2, bn2, conv3, bn3
+      {64, 256, 1, 1},
+      {64},
+      {64},
+      {64, 64, 3, 3},
+      {64},
+      {64},
+      {256, 64, 1, 1},
+      {256},
+      {256},
+      // layer2.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+      {128, 256, 1, 1},
+      {128},
+      {128},
+      {128, 128, 3, 3},
+      {128},
+      {128},
+      {512, 128, 1, 1},
+      {512},
+      {512},
+      {512, 256, 1, 1},
+      {512},
+      {512},
+      // layer2.1: conv1, bn1, conv2, bn2, conv3, bn3
+      {128, 512, 1, 1},
+      {128},
+      {128},
+      {128, 128, 3, 3},
+      {128},
+      {128},
+      {512, 128, 1, 1},
+      {512},
+      {512},
+      // layer2.2: conv1, bn1, conv2, bn2, conv3, bn3
+      {128, 512, 1, 1},
+      {128},
+      {128},
+      {128, 128, 3, 3},
+      {128},
+      {128},
+      {512, 128, 1, 1},
+      {512},
+      {512},
+      // layer2.3: conv1, bn1, conv2, bn2, conv3, bn3
+      {128, 512, 1, 1},
+      {128},
+      {128},
+      {128, 128, 3, 3},
+      {128},
+      {128},
+      {512, 128, 1, 1},
+      {512},
+      {512},
+      // layer3.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+      {256, 512, 1, 1},
+      {256},
+      {256},
+      {256, 256, 3, 3},
+      {256},
+      {256},
+      {1024, 256, 1, 1},
+      {1024},
+      {1024},
+      {1024, 512, 1, 1},
+      {1024},
+      {1024},
+      // layer3.1: conv1, bn1, conv2, bn2, conv3, bn3
+      {256, 1024, 1, 1},
+      {256},
+      {256},
+      {256, 256, 3, 3},
+      {256},
+      {256},
+      {1024, 256, 1, 1},
+      {1024},
+      {1024},
+      // layer3.2: conv1, bn1, conv2, bn2, conv3, bn3
+      {256, 1024, 1, 1},
+      {256},
+      {256},
+      {256, 256, 3, 3},
+      {256},
+      {256},
+      {1024, 256, 1, 1},
+      {1024},
+      {1024},
+      // layer3.3: conv1, bn1, conv2, bn2, conv3, bn3
+      {256, 1024, 1, 1},
+      {256},
+      {256},
+      {256, 256, 3, 3},
+      {256},
+      {256},
+      {1024, 256, 1, 1},
+      {1024},
+      {1024},
+      // layer3.4: conv1, bn1, conv2, bn2, conv3, bn3
+      {256, 1024, 1, 1},
+      {256},
+      {256},
+      {256, 256, 3, 3},
+      {256},
+      {256},
+      {1024, 256, 1, 1},
+      {1024},
+      {1024},
+      // layer3.5: conv1, bn1, conv2, bn2, conv3, bn3
+      {256, 1024, 1, 1},
+      {256},
+      {256},
+      {256, 256, 3, 3},
+      {256},
+      {256},
+      {1024, 256, 1, 1},
+      {1024},
+      {1024},
+      // layer4.0: conv1, bn1, conv2, bn2, conv3, bn3, downsample.0 (conv), downsample.1 (bn)
+      {512, 1024, 1, 1},
+      {512},
+      {512},
+      {512, 512, 3, 3},
+      {512},
+      {512},
+      {2048, 512, 1, 1},
+      {2048},
+      {2048},
+      {2048, 1024, 1, 1},
+      {2048},
+      {2048},
+      // layer4.1: conv1, bn1, conv2, bn2, conv3, bn3
+      {512, 2048, 1, 1},
+      {512},
+      {512},
+      {512, 512, 3, 3},
+      {512},
+      {512},
+      {2048, 512, 1, 1},
+      {2048},
+      {2048},
+      // layer4.2: conv1, bn1, conv2, bn2, conv3, bn3
+      {512, 2048, 1, 1},
+      {512},
+      {512},
+      {512, 512, 3, 3},
+      {512},
+      {512},
+      {2048, 512, 1, 1},
+      {2048},
+      {2048},
+      // fc (weight, bias)
+      {1000, 2048},
+      {1000},
   };
   return shapes;
 }
@@ -128,8 +257,7 @@ void run_steps(benchmark::State& state, torch::optim::Optimizer& opt) {
 
 void BM_SgdMomentum_LibTorch(benchmark::State& state) {
   Model m = Model::make();
-  torch::optim::SGD opt(m.params,
-                        torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(5e-5));
+  torch::optim::SGD opt(m.params, torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(5e-5));
   run_steps(state, opt);
 }
 
@@ -230,10 +358,10 @@ void print_ratio(const RecordingReporter& r, const char* what, const char* num, 
   if (a <= 0.0 || b <= 0.0) return;
   const double a_min = r.min(num);
   const double b_min = r.min(den);
-  std::printf("%-32s median %7.2f / %7.2f ms = %.3f, min %7.2f / %7.2f ms = %.3f"
-              " (target <= %.2f: %s)\n",
-              what, a, b, a / b, a_min, b_min, a_min / b_min, target,
-              a / b <= target ? "met" : "MISSED");
+  std::printf(
+      "%-32s median %7.2f / %7.2f ms = %.3f, min %7.2f / %7.2f ms = %.3f"
+      " (target <= %.2f: %s)\n",
+      what, a, b, a / b, a_min, b_min, a_min / b_min, target, a / b <= target ? "met" : "MISSED");
 }
 
 }  // namespace
@@ -255,17 +383,17 @@ int main(int argc, char** argv) {
                  resnet50_shapes().size(), static_cast<long long>(count));
     return 1;
   }
-  std::printf("ResNet-50 parameters: %lld tensors, %lld float32 values; intra-op threads: %d; "
-              "fused loops: %s\n",
-              static_cast<long long>(kResNet50Tensors), static_cast<long long>(count),
-              at::get_num_threads(), batchlab::optim::kernels::instruction_set());
+  std::printf(
+      "ResNet-50 parameters: %lld tensors, %lld float32 values; intra-op threads: %d; "
+      "fused loops: %s\n",
+      static_cast<long long>(kResNet50Tensors), static_cast<long long>(count),
+      at::get_num_threads(), batchlab::optim::kernels::instruction_set());
 
   RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\nOver the repetitions (--benchmark_repetitions):\n");
   print_ratio(reporter, "LAMB step / LibTorch AdamW step", "BM_Lamb", "BM_AdamW_LibTorch", 0.75);
-  print_ratio(reporter, "LARS step / LibTorch SGD step", "BM_Lars", "BM_SgdMomentum_LibTorch",
-              1.1);
+  print_ratio(reporter, "LARS step / LibTorch SGD step", "BM_Lars", "BM_SgdMomentum_LibTorch", 1.1);
   benchmark::Shutdown();
   return 0;
 }

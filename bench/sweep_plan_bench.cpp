@@ -95,9 +95,9 @@ void BM_Plan100kJobs(benchmark::State& state) {
     benchmark::DoNotOptimize(plan.jobs.data());
   }
   state.counters["jobs"] = static_cast<double>(jobs);
-  state.counters["us_per_job"] = benchmark::Counter(
-      static_cast<double>(jobs) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["us_per_job"] =
+      benchmark::Counter(static_cast<double>(jobs) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 // 0 = the default (all hardware threads), 1 = one thread.
 BENCHMARK(BM_Plan100kJobs)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

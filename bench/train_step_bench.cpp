@@ -41,7 +41,8 @@ void BM_SmallResnetTrainStep(benchmark::State& state) {
   task->model().train();
   auto idx = torch::arange(batch, torch::kInt64);
   std::vector<torch::Tensor> micro;
-  for (int64_t j = 0; j < accum; ++j) micro.push_back(idx.slice(0, j * batch / accum, (j + 1) * batch / accum));
+  for (int64_t j = 0; j < accum; ++j)
+    micro.push_back(idx.slice(0, j * batch / accum, (j + 1) * batch / accum));
   for (auto _ : state) {
     opt->optimizer().zero_grad();
     auto r = train::accumulate_gradients(*task, micro, std::nullopt);
@@ -52,8 +53,12 @@ void BM_SmallResnetTrainStep(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(batch) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_SmallResnetTrainStep)->Args({128, 1})->Args({512, 1})->Args({512, 4})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SmallResnetTrainStep)
+    ->Args({128, 1})
+    ->Args({512, 1})
+    ->Args({512, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The same step with per-layer statistics every `every` steps (issue target: every 10 steps adds
 // under 2% to the step time). Each iteration is one step; statistics land on every 10th.
@@ -84,8 +89,13 @@ void BM_SmallResnetTrainStepLayerStats(benchmark::State& state) {
   }
   state.counters["layer_rows"] = static_cast<double>(rows);
 }
-BENCHMARK(BM_SmallResnetTrainStepLayerStats)->Arg(0)->Arg(10)->Arg(1)
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(200);
+BENCHMARK(BM_SmallResnetTrainStepLayerStats)
+    ->Arg(0)
+    ->Arg(10)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(200);
 
 }  // namespace
 

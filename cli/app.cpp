@@ -18,15 +18,19 @@ constexpr const char* kUsage =
     "usage: batchlab <command> [arguments]\n"
     "commands:\n"
     "  train CONFIG.toml [--set k=v]... [--db PATH] [--run-id ID] [--nproc N]\n"
-    "                                                               run one training job (N local ranks)\n"
+    "                                                               run one training job (N local "
+    "ranks)\n"
     "  query --db PATH \"SELECT ...\" [--format table|csv|json]       read-only SQL\n"
     "  sweep plan|run|status|submit SWEEP.toml [options]           sweeps (batchlab sweep --help)\n"
-    "  report --db PATH [--group-by k1,k2] [--where SQL] [--format F] per-group results of a sweep\n"
-    "  plot --db PATH --figure NAME --out FILE.png [--run ID]       figures (batchlab plot --help)\n"
+    "  report --db PATH [--group-by k1,k2] [--where SQL] [--format F] per-group results of a "
+    "sweep\n"
+    "  plot --db PATH --figure NAME --out FILE.png [--run ID]       figures (batchlab plot "
+    "--help)\n"
     "  results ingest --db PATH [RECORDS.db|DIR]...                 fold job records into PATH\n"
     "  data pack|tokenizer|pack-text ...                            dataset preparation\n"
     "  models                                                       architectures and sizes\n"
-    "  version                                                      versions, BLAS, threads, devices\n";
+    "  version                                                      versions, BLAS, threads, "
+    "devices\n";
 
 using Command = std::function<int(const std::vector<std::string>&)>;
 
@@ -34,9 +38,9 @@ using Command = std::function<int(const std::vector<std::string>&)>;
 
 int run_app(int argc, char** argv) {
   const std::map<std::string, Command> commands = {
-      {"train", cmd_train},     {"query", cmd_query},   {"version", cmd_version},
-      {"models", cmd_models},   {"sweep", cmd_sweep},   {"results", cmd_results},
-      {"data", cmd_data},       {"report", cmd_report}, {"plot", cmd_plot}};
+      {"train", cmd_train},   {"query", cmd_query},   {"version", cmd_version},
+      {"models", cmd_models}, {"sweep", cmd_sweep},   {"results", cmd_results},
+      {"data", cmd_data},     {"report", cmd_report}, {"plot", cmd_plot}};
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);

@@ -1,6 +1,6 @@
 // A small, strict argument parser for the batchlab subcommands: positionals, `--name value`,
-// `--name=value`, repeatable options and flags. Anything unknown or missing is a UsageError (exit 2)
-// that names the argument and shows the command's usage line.
+// `--name=value`, repeatable options and flags. Anything unknown or missing is a UsageError (exit
+// 2) that names the argument and shows the command's usage line.
 #pragma once
 
 #include <map>
@@ -18,7 +18,7 @@ class UsageError : public InputError {
 };
 
 struct OptionSpec {
-  std::string name;        // without the leading dashes
+  std::string name;  // without the leading dashes
   bool takes_value = true;
   bool repeatable = false;
 };

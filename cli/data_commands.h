@@ -7,7 +7,8 @@
 
 namespace batchlab::cli {
 
-// batchlab data pack SRC_DIR --out DIR ...         image folder -> packed shards (data_pack_command.cpp)
+// batchlab data pack SRC_DIR --out DIR ...         image folder -> packed shards
+// (data_pack_command.cpp)
 int cmd_data_pack(const std::vector<std::string>& args);
 // batchlab data tokenizer FILES... --out MODEL ...  SentencePiece training (data_text_commands.cpp)
 int cmd_data_tokenizer(const std::vector<std::string>& args);

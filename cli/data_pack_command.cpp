@@ -19,9 +19,11 @@ namespace {
 constexpr const char* kPackUsage =
     "batchlab data pack SRC_DIR --out DIR [--size S] [--shard-mb M] [--workers N] "
     "[--format raw|jpeg] [--quality Q] [--skip-corrupt]\n"
-    "  SRC_DIR          ImageNet layout: SRC_DIR/train/<class>/*.JPEG (and SRC_DIR/val/<class>/*.JPEG)\n"
+    "  SRC_DIR          ImageNet layout: SRC_DIR/train/<class>/*.JPEG (and "
+    "SRC_DIR/val/<class>/*.JPEG)\n"
     "  --out DIR        where the shards and pack.index go\n"
-    "  --size S         shorter side of the stored images, pixels (default 256; smaller images are\n"
+    "  --size S         shorter side of the stored images, pixels (default 256; smaller images "
+    "are\n"
     "                   kept as they are)\n"
     "  --shard-mb M     shard size limit in MiB (default 256)\n"
     "  --workers N      decoding threads (default: all cores)\n"
@@ -36,8 +38,8 @@ double positive_number(const Args& args, const std::string& name, double fallbac
   char* end = nullptr;
   const double x = std::strtod(v->c_str(), &end);
   if (end != v->c_str() + v->size() || !(x > 0.0)) {
-    throw UsageError(fmt::format("--{} = {}: must be a positive number\nusage: {}", name, *v,
-                                 args.usage()));
+    throw UsageError(
+        fmt::format("--{} = {}: must be a positive number\nusage: {}", name, *v, args.usage()));
   }
   return x;
 }
@@ -50,7 +52,12 @@ int cmd_data_pack(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   Args args(argv,
-            {{"out"}, {"size"}, {"shard-mb"}, {"workers"}, {"format"}, {"quality"},
+            {{"out"},
+             {"size"},
+             {"shard-mb"},
+             {"workers"},
+             {"format"},
+             {"quality"},
              {"skip-corrupt", false, false}},
             kPackUsage);
   const std::string src = args.positional("SRC_DIR");
@@ -70,13 +77,15 @@ int cmd_data_pack(const std::vector<std::string>& argv) {
     fmt::print("{}\n", line);
     std::fflush(stdout);
   });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& s : report.skipped) fmt::print(stderr, "skipped: {}\n", s);
-  fmt::print("packed {} training and {} validation images ({}, shorter side {}) into {} shards, "
-             "{:.1f} MiB, in {:.1f} s ({:.0f} images/s): {}\n",
-             report.train, report.val, data::to_string(options.format), options.size,
-             report.shards, static_cast<double>(report.bytes) / (1024.0 * 1024.0), seconds,
-             static_cast<double>(report.train + report.val) / std::max(seconds, 1e-9), *out);
+  fmt::print(
+      "packed {} training and {} validation images ({}, shorter side {}) into {} shards, "
+      "{:.1f} MiB, in {:.1f} s ({:.0f} images/s): {}\n",
+      report.train, report.val, data::to_string(options.format), options.size, report.shards,
+      static_cast<double>(report.bytes) / (1024.0 * 1024.0), seconds,
+      static_cast<double>(report.train + report.val) / std::max(seconds, 1e-9), *out);
   if (!report.skipped.empty()) {
     fmt::print("skipped {} unreadable images (listed above)\n", report.skipped.size());
   }

@@ -1,7 +1,7 @@
 #include "cli/local_launcher.h"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -33,8 +33,8 @@ extern "C" void remember_signal(int sig) { g_forward_signal.store(sig); }
 struct Rank {
   int index = 0;
   pid_t pid = -1;
-  int out_fd = -1;          // read end of the rank's stdout+stderr pipe
-  std::string partial;      // output after the last newline
+  int out_fd = -1;            // read end of the rank's stdout+stderr pipe
+  std::string partial;        // output after the last newline
   std::optional<int> status;  // waitpid status once exited
   double exited_after_s = 0.0;
 };
@@ -53,8 +53,8 @@ bool failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 
 // The environment of rank `r`: ours without any earlier rendezvous variables, plus the new ones.
 std::vector<std::string> rank_environment(int r, int n, int port) {
-  static const std::vector<std::string> replaced = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=",
-                                                    "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="};
+  static const std::vector<std::string> replaced = {
+      "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string var(*e);
@@ -78,7 +78,8 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
-Rank spawn(int r, const std::string& exe, std::vector<std::string> args, std::vector<std::string> env) {
+Rank spawn(int r, const std::string& exe, std::vector<std::string> args,
+           std::vector<std::string> env) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
   // Everything the child needs is built before fork: after it only async-signal-safe calls.
@@ -123,7 +124,8 @@ bool pump(Rank& rank) {
   rank.partial.append(buf, static_cast<size_t>(n));
   size_t start = 0;
   for (size_t nl; (nl = rank.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    fmt::print("[rank {}] {}\n", rank.index, std::string_view(rank.partial).substr(start, nl - start));
+    fmt::print("[rank {}] {}\n", rank.index,
+               std::string_view(rank.partial).substr(start, nl - start));
   }
   rank.partial.erase(0, start);
   std::fflush(stdout);
@@ -212,13 +214,16 @@ int launch_local_ranks(const LaunchOptions& options) {
     if (all_done) break;
     if (failed_at) {
       const double since = std::chrono::duration<double>(Clock::now() - *failed_at).count();
-      const int sig = since > options.kill_after_s ? SIGKILL : since > options.grace_s ? SIGTERM : 0;
+      const int sig = since > options.kill_after_s ? SIGKILL
+                      : since > options.grace_s    ? SIGTERM
+                                                   : 0;
       if ((sig == SIGTERM && !termed) || (sig == SIGKILL && !killed)) {
         for (auto& r : ranks) {
           if (r.status) continue;
-          fmt::print(stderr, "batchlab train: rank {} still running {:.0f} s after rank {} failed; "
-                     "sending SIG{}\n", r.index, since, ranks[*first_failure].index,
-                     sig == SIGKILL ? "KILL" : "TERM");
+          fmt::print(stderr,
+                     "batchlab train: rank {} still running {:.0f} s after rank {} failed; "
+                     "sending SIG{}\n",
+                     r.index, since, ranks[*first_failure].index, sig == SIGKILL ? "KILL" : "TERM");
           std::fflush(stderr);
           if (sig == SIGTERM) ::kill(r.pid, SIGCONT);  // a stopped rank must run to handle it
           ::kill(r.pid, sig);
@@ -238,16 +243,18 @@ int launch_local_ranks(const LaunchOptions& options) {
   bool all_bad_input = true;
   for (const auto& r : ranks) {
     if (failed(*r.status)) {
-      all_bad_input = all_bad_input && WIFEXITED(*r.status) && WEXITSTATUS(*r.status) == kExitBadInput;
+      all_bad_input =
+          all_bad_input && WIFEXITED(*r.status) && WEXITSTATUS(*r.status) == kExitBadInput;
     }
     if (r.index == first.index) continue;
     others += fmt::format("; rank {} {} after {:.1f} s", r.index, describe_status(*r.status),
                           r.exited_after_s);
   }
   const char* sig_name = forwarded ? sigabbrev_np(forwarded) : nullptr;
-  fmt::print(stderr, "batchlab train: {}rank {} of {} (pid {}) {} after {:.1f} s{}\n",
-             forwarded ? fmt::format("SIG{} forwarded to the ranks; ", sig_name ? sig_name : "?") : "",
-             first.index, n, first.pid, describe_status(*first.status), first.exited_after_s, others);
+  fmt::print(
+      stderr, "batchlab train: {}rank {} of {} (pid {}) {} after {:.1f} s{}\n",
+      forwarded ? fmt::format("SIG{} forwarded to the ranks; ", sig_name ? sig_name : "?") : "",
+      first.index, n, first.pid, describe_status(*first.status), first.exited_after_s, others);
   return all_bad_input ? kExitBadInput : kExitFailed;
 }
 

@@ -60,7 +60,8 @@ std::string figure_list() {
 int cmd_plot(const std::vector<std::string>& argv) {
   const std::string usage =
       "batchlab plot --db PATH --figure NAME --out FILE.png [--where SQL] [--run ID] "
-      "[--metric test_acc|test_loss] [--best] [--target VALUE] [--series COLUMNS]\nfigures:\n" + figure_list();
+      "[--metric test_acc|test_loss] [--best] [--target VALUE] [--series COLUMNS]\nfigures:\n" +
+      figure_list();
   Args args(argv,
             {{"db", true, false},
              {"figure", true, false},
@@ -103,14 +104,15 @@ int cmd_plot(const std::vector<std::string>& argv) {
     throw UsageError(fmt::format("--series: figure {} draws runs, not series of a sweep", name));
   }
   if (args.value("run") && !figure->one_run) {
-    throw UsageError(fmt::format("--run: figure {} shows a whole sweep; use --where to select runs",
-                                 name));
+    throw UsageError(
+        fmt::format("--run: figure {} shows a whole sweep; use --where to select runs", name));
   }
   const fs::path script = fs::path(plots_dir()) / figure->script;
   if (!fs::is_regular_file(script, ec)) {
-    throw UsageError(fmt::format("figure script {} is missing (set BATCHLAB_PLOTS_DIR to the "
-                                 "checkout's analysis/plots)",
-                                 script.string()));
+    throw UsageError(
+        fmt::format("figure script {} is missing (set BATCHLAB_PLOTS_DIR to the "
+                    "checkout's analysis/plots)",
+                    script.string()));
   }
 
   std::vector<std::string> command = {python(), script.string(), "--db", db, "--out", out};
@@ -131,8 +133,10 @@ int cmd_plot(const std::vector<std::string>& argv) {
   if (pid < 0) throw std::runtime_error("cannot start the plotting script: fork failed");
   if (pid == 0) {
     execv(c_args[0], c_args.data());
-    std::fprintf(stderr, "batchlab plot: cannot run %s (install python3-matplotlib: "
-                 "scripts/setup.sh --with-python, or set BATCHLAB_PYTHON)\n", c_args[0]);
+    std::fprintf(stderr,
+                 "batchlab plot: cannot run %s (install python3-matplotlib: "
+                 "scripts/setup.sh --with-python, or set BATCHLAB_PYTHON)\n",
+                 c_args[0]);
     _exit(127);
   }
   int status = 0;

@@ -16,8 +16,9 @@ int cmd_query(const std::vector<std::string>& argv) {
   const std::string format_name = args.value("format").value_or("table");
   const auto format = results::parse_query_format(format_name);
   if (!format) {
-    throw UsageError(fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}",
-                                 format_name, args.usage()));
+    throw UsageError(
+        fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}",
+                    format_name, args.usage()));
   }
   const auto result = results::query_readonly(*db, sql);
   fmt::print("{}", results::format_result(result, *format));

@@ -45,9 +45,10 @@ int cmd_report(const std::vector<std::string>& argv) {
   if (auto g = args.value("group-by")) {
     options.group_by = split_keys(*g);
     if (options.group_by.empty()) {
-      throw UsageError(fmt::format("--group-by '{}': give comma-separated keys, e.g. "
-                                   "optimizer,global_batch\nusage: {}",
-                                   *g, args.usage()));
+      throw UsageError(
+          fmt::format("--group-by '{}': give comma-separated keys, e.g. "
+                      "optimizer,global_batch\nusage: {}",
+                      *g, args.usage()));
     }
   }
   options.where = args.value("where").value_or("");
@@ -55,9 +56,9 @@ int cmd_report(const std::vector<std::string>& argv) {
   const std::string format_name = args.value("format").value_or("table");
   const auto format = results::parse_query_format(format_name);
   if (!format) {
-    throw UsageError(fmt::format(
-        "--format {}: not a format; use table, csv, json or markdown\nusage: {}", format_name,
-        args.usage()));
+    throw UsageError(
+        fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}",
+                    format_name, args.usage()));
   }
   const auto report = analysis::build_report(*db, options);
   fmt::print("{}", analysis::format_report(report, *format));

@@ -37,14 +37,16 @@ int ingest(const std::vector<std::string>& argv) {
       files.push_back(root);
       continue;
     }
-    if (!fs::is_directory(root, ec)) throw InputError(fmt::format("{}: no such file or folder", root));
-    for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
+    if (!fs::is_directory(root, ec))
+      throw InputError(fmt::format("{}: no such file or folder", root));
+    for (auto it = fs::recursive_directory_iterator(root, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
       // A live coordinator writes this sweep's database: folding beside it would make two writers.
       if (it->path().filename() == "coordinator.lock" && sweeps::lock_held(it->path().string())) {
-        throw Error(fmt::format("{} is held ({}): a sweep coordinator is running; it folds the "
-                                "records itself",
-                                it->path().string(), sweeps::lock_description(it->path().string())));
+        throw Error(
+            fmt::format("{} is held ({}): a sweep coordinator is running; it folds the "
+                        "records itself",
+                        it->path().string(), sweeps::lock_description(it->path().string())));
       }
       if (it->path().filename() == "records.db") files.push_back(it->path().string());
     }

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <ctime>
-
-#include "core/train/device.h"
 #include <fstream>
 #include <thread>
+
+#include "core/train/device.h"
 
 #ifndef BATCHLAB_GIT_SHA
 #define BATCHLAB_GIT_SHA "unknown"
@@ -36,8 +36,8 @@ std::string blas_library() {
     auto pos = line.find('/');
     if (pos == std::string::npos) continue;
     std::string path = line.substr(pos);
-    if (path.find("libblas") != std::string::npos || path.find("libopenblas") != std::string::npos ||
-        path.find("libmkl") != std::string::npos) {
+    if (path.find("libblas") != std::string::npos ||
+        path.find("libopenblas") != std::string::npos || path.find("libmkl") != std::string::npos) {
       return path;
     }
   }
@@ -52,7 +52,8 @@ std::vector<std::string> devices() {
 }
 
 std::string gpu_support() {
-  if (!train::built_with_cuda()) return "none (CPU LibTorch; docs/gpu.md builds against a CUDA one)";
+  if (!train::built_with_cuda())
+    return "none (CPU LibTorch; docs/gpu.md builds against a CUDA one)";
   return fmt::format("CUDA yes, NCCL {}, {} device(s) visible",
                      train::built_with_nccl() ? "yes" : "no", torch::cuda::device_count());
 }

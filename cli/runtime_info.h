@@ -16,10 +16,11 @@ std::string torch_version();
 // The BLAS shared library mapped into this process (resolved through Debian's alternatives),
 // e.g. ".../openblas-pthread/libblas.so.3"; "none loaded" before the first BLAS call.
 std::string blas_library();
-std::vector<std::string> devices();  // "cpu (2 cores)", "cuda:0 NVIDIA H100 ... (79.1 GiB, sm_90, 132 SMs)"
-std::string gpu_support();           // what this build can do on GPUs (CUDA, NCCL)
+std::vector<std::string>
+devices();                  // "cpu (2 cores)", "cuda:0 NVIDIA H100 ... (79.1 GiB, sm_90, 132 SMs)"
+std::string gpu_support();  // what this build can do on GPUs (CUDA, NCCL)
 std::string host_name();
-std::string git_sha();      // batchlab's commit at build time ("unknown" outside a checkout)
+std::string git_sha();  // batchlab's commit at build time ("unknown" outside a checkout)
 std::string batchlab_version();
 std::string utc_now_iso();  // 2026-11-22T10:00:00Z
 

@@ -4,8 +4,7 @@ namespace batchlab::cli {
 
 SqliteReporter::SqliteReporter(const std::string& db_path, RunIdentity identity,
                                int64_t resume_step)
-    : identity_(std::move(identity)),
-      writer_(std::make_unique<results::BatchedWriter>(db_path)) {
+    : identity_(std::move(identity)), writer_(std::make_unique<results::BatchedWriter>(db_path)) {
   results::RunRow row;
   row.run_id = identity_.run_id;
   row.status = std::string(results::run_status::kRunning);

@@ -1,13 +1,12 @@
 // `batchlab sweep plan|run|status|submit`: dispatch, and the Slurm subcommands.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-
-#include <unistd.h>
 
 #include "cli/app.h"
 #include "cli/args.h"
@@ -66,7 +65,8 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
             "[--dry-run]");
   const std::string spec_path = args.positional("SWEEP.toml");
   if (!args.flag("slurm")) {
-    throw UsageError("name the scheduler: --slurm (the only one supported)\nusage: " + args.usage());
+    throw UsageError("name the scheduler: --slurm (the only one supported)\nusage: " +
+                     args.usage());
   }
   sweeps::SlurmOptions options;
   options.batchlab = self_executable();
@@ -121,10 +121,11 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
     fmt::print("sweep {}: wrote {} ({} tasks, task list {}); not submitted (--dry-run)\n",
                ctx.spec.name, submission.script, submission.task_count, submission.tasks);
   } else {
-    fmt::print("sweep {}: submitted Slurm job {} with {} array tasks ({} settled already)\n"
-               "  script {}\n  `batchlab sweep status {}` folds their records into {}\n",
-               ctx.spec.name, submission.job_id, submission.task_count, settled, submission.script,
-               spec_path, ctx.spec.results);
+    fmt::print(
+        "sweep {}: submitted Slurm job {} with {} array tasks ({} settled already)\n"
+        "  script {}\n  `batchlab sweep status {}` folds their records into {}\n",
+        ctx.spec.name, submission.job_id, submission.task_count, settled, submission.script,
+        spec_path, ctx.spec.results);
   }
   return kExitOk;
 }
@@ -137,8 +138,8 @@ int cmd_sweep_slurm_task(const std::vector<std::string>& argv) {
   try {
     index = std::stoul(args.positionals()[1]);
   } catch (const std::exception&) {
-    throw UsageError(fmt::format("INDEX {}: not a number\nusage: {}", args.positionals()[1],
-                                 args.usage()));
+    throw UsageError(
+        fmt::format("INDEX {}: not a number\nusage: {}", args.positionals()[1], args.usage()));
   }
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
@@ -147,8 +148,8 @@ int cmd_sweep_slurm_task(const std::vector<std::string>& argv) {
   std::string tmp = env("SLURM_TMPDIR");
   if (tmp.empty()) tmp = env("TMPDIR");
   if (tmp.empty()) tmp = "/tmp";
-  const std::string local = fmt::format("{}/batchlab-{}-{}-{}", tmp, env("SLURM_JOB_ID"), index,
-                                        ::getpid());
+  const std::string local =
+      fmt::format("{}/batchlab-{}-{}-{}", tmp, env("SLURM_JOB_ID"), index, ::getpid());
   std::signal(SIGTERM, on_task_signal);
   std::signal(SIGINT, on_task_signal);
   const int code = sweeps::run_slurm_task(

@@ -1,12 +1,11 @@
 #include "cli/sweep_context.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <map>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "experiments/data/fashion_mnist.h"
 #include "experiments/tasks/task_factory.h"
@@ -35,8 +34,8 @@ bool fashion_mnist_present(const std::string& dir) {
   std::error_code ec;
   std::string plain = data::kFashionMnistTrainImages;
   plain.resize(plain.size() - 3);  // without ".gz"
-  const bool present = fs::exists(root / data::kFashionMnistTrainImages, ec) ||
-                       fs::exists(root / plain, ec);
+  const bool present =
+      fs::exists(root / data::kFashionMnistTrainImages, ec) || fs::exists(root / plain, ec);
   known.emplace(dir, present);
   return present;
 }
@@ -58,7 +57,8 @@ sweeps::PlanOptions cli_plan_options() {
             data.path.empty() ? data::kFashionMnistDefaultDir : data.path);
       } else if (data.train_size > kFashionMnistTrain) {
         size.error_key = "data.train_size";
-        size.error = fmt::format("larger than Fashion-MNIST's {} training images", kFashionMnistTrain);
+        size.error =
+            fmt::format("larger than Fashion-MNIST's {} training images", kFashionMnistTrain);
       }
       size.samples = data.train_size > 0 ? data.train_size : kFashionMnistTrain;
     } else if (data.dataset == "synthetic") {
@@ -96,11 +96,21 @@ std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<int>(c));

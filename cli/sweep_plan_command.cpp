@@ -72,10 +72,12 @@ std::vector<std::pair<std::string, std::string>> stale_runs(
 }
 
 int cmd_sweep_plan(const std::vector<std::string>& argv) {
-  Args args(argv, {{"format", true, false}}, "batchlab sweep plan SWEEP.toml [--format table|json]");
+  Args args(argv, {{"format", true, false}},
+            "batchlab sweep plan SWEEP.toml [--format table|json]");
   const std::string format = args.value("format").value_or("table");
   if (format != "table" && format != "json") {
-    throw UsageError(fmt::format("--format {}: use table or json\nusage: {}", format, args.usage()));
+    throw UsageError(
+        fmt::format("--format {}: use table or json\nusage: {}", format, args.usage()));
   }
   const auto ctx = load_sweep(args.positional("SWEEP.toml"), /*keep_config_toml=*/false);
   const auto& plan = ctx.plan;
@@ -136,15 +138,15 @@ int cmd_sweep_plan(const std::vector<std::string>& argv) {
         row.emplace_back(c);
         types.push_back(VT::kText);
       }
-      for (auto [text, type] : std::vector<std::pair<std::string, VT>>{
-               {job.run_id, VT::kText},
-               {fmt::format("{:.6g}", d.peak_lr), VT::kReal},
-               {opt(d.warmup_steps), VT::kInteger},
-               {opt(d.steps_per_epoch), VT::kInteger},
-               {opt(d.total_steps), VT::kInteger},
-               {std::to_string(d.accum_steps), VT::kInteger},
-               {opt(d.dropped_per_epoch), VT::kInteger},
-               {status_of(job.run_id), VT::kText}}) {
+      for (auto [text, type] :
+           std::vector<std::pair<std::string, VT>>{{job.run_id, VT::kText},
+                                                   {fmt::format("{:.6g}", d.peak_lr), VT::kReal},
+                                                   {opt(d.warmup_steps), VT::kInteger},
+                                                   {opt(d.steps_per_epoch), VT::kInteger},
+                                                   {opt(d.total_steps), VT::kInteger},
+                                                   {std::to_string(d.accum_steps), VT::kInteger},
+                                                   {opt(d.dropped_per_epoch), VT::kInteger},
+                                                   {status_of(job.run_id), VT::kText}}) {
         row.emplace_back(std::move(text));
         types.push_back(type);
       }

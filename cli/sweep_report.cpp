@@ -65,11 +65,13 @@ std::string sweep_report(const std::string& db_path, const sweeps::Plan& plan) {
       db_path,
       "SELECT r.run_id, r.status, r.train_s, e.test_acc, e.gap_acc, e.gap_loss FROM runs r "
       "LEFT JOIN evals e ON e.run_id = r.run_id AND e.step = "
-      "(SELECT max(step) FROM evals WHERE run_id = r.run_id) WHERE r.sweep_id = " + sweep);
+      "(SELECT max(step) FROM evals WHERE run_id = r.run_id) WHERE r.sweep_id = " +
+          sweep);
   const auto milestones = results::query_readonly(
       db_path,
       "SELECT m.run_id, m.metric, m.target, m.wall_s FROM milestones m JOIN runs r "
-      "ON r.run_id = m.run_id WHERE r.sweep_id = " + sweep);
+      "ON r.run_id = m.run_id WHERE r.sweep_id = " +
+          sweep);
   std::map<std::string, RunResult> by_id;
   for (const auto& row : runs.rows) {
     RunResult r;
@@ -126,8 +128,8 @@ std::string sweep_report(const std::string& db_path, const sweeps::Plan& plan) {
                         "train_s", "note"}) {
     table.columns.emplace_back(c);
   }
-  for (VT t : {VT::kReal, VT::kText, VT::kReal, VT::kReal, VT::kReal, VT::kText, VT::kText,
-               VT::kText}) {
+  for (VT t :
+       {VT::kReal, VT::kText, VT::kReal, VT::kReal, VT::kReal, VT::kText, VT::kText, VT::kText}) {
     types.push_back(t);
   }
   std::set<std::string> targets;
@@ -186,7 +188,8 @@ std::string sweep_report(const std::string& db_path, const sweeps::Plan& plan) {
   std::string target_list;
   for (const auto& t : targets) target_list += (target_list.empty() ? "" : ", ") + t;
   return fmt::format(
-      "Results of sweep {} (means over seeds of the final evaluation; gap_acc = train_acc - test_acc; times on the training clock{}):\n{}",
+      "Results of sweep {} (means over seeds of the final evaluation; gap_acc = train_acc - "
+      "test_acc; times on the training clock{}):\n{}",
       plan.sweep_name, target_list.empty() ? "" : "; target " + target_list,
       results::format_table(table));
 }

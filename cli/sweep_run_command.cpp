@@ -138,11 +138,12 @@ int cmd_sweep_run(const std::vector<std::string>& argv) {
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
 
-  fmt::print("\nsweep {}: {} already settled, {} to run: {} done, {} diverged, {} failed, {} "
-             "preempted{}\n",
-             ctx.spec.name, summary.settled, summary.queued, summary.done, summary.diverged,
-             summary.failed, summary.preempted,
-             summary.stopped ? " (stopped early; run the same command again to resume)" : "");
+  fmt::print(
+      "\nsweep {}: {} already settled, {} to run: {} done, {} diverged, {} failed, {} "
+      "preempted{}\n",
+      ctx.spec.name, summary.settled, summary.queued, summary.done, summary.diverged,
+      summary.failed, summary.preempted,
+      summary.stopped ? " (stopped early; run the same command again to resume)" : "");
   const std::string report = sweep_report(ctx.spec.results, ctx.plan);
   if (!report.empty()) fmt::print("\n{}", report);
   std::fflush(stdout);

@@ -75,10 +75,10 @@ int cmd_sweep_status(const std::vector<std::string>& argv) {
 
   std::map<std::string, RunState> states;
   if (fs::exists(ctx.spec.results, ec)) {
-    const auto result = results::query_readonly(
-        ctx.spec.results,
-        "SELECT run_id, status, attempts, last_step, total_steps, error FROM runs WHERE sweep_id = " +
-            quote(ctx.plan.sweep_name));
+    const auto result = results::query_readonly(ctx.spec.results,
+                                                "SELECT run_id, status, attempts, last_step, "
+                                                "total_steps, error FROM runs WHERE sweep_id = " +
+                                                    quote(ctx.plan.sweep_name));
     for (const auto& row : result.rows) {
       states[row[0].value_or("")] = RunState{row[1].value_or("?"), row[2], row[3], row[4], row[5]};
     }
@@ -127,9 +127,10 @@ int cmd_sweep_status(const std::vector<std::string>& argv) {
   }
   const auto stale = stale_runs(ctx.plan, recorded_statuses(ctx.spec.results, ctx.plan.sweep_name));
   if (!stale.empty()) {
-    fmt::print("{} recorded run(s) of this sweep no longer belong to the spec (`sweep plan` lists "
-               "them)\n",
-               stale.size());
+    fmt::print(
+        "{} recorded run(s) of this sweep no longer belong to the spec (`sweep plan` lists "
+        "them)\n",
+        stale.size());
   }
   const std::string report = sweep_report(ctx.spec.results, ctx.plan);
   if (!report.empty()) fmt::print("\n{}", report);

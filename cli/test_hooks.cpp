@@ -1,7 +1,6 @@
 #include "cli/test_hooks.h"
 
 #include <fmt/format.h>
-
 #include <sys/resource.h>
 
 #include <csignal>
@@ -41,7 +40,8 @@ class FaultInjector : public train::Reporter {
 std::shared_ptr<train::Reporter> make_fault_injector(const std::string& run_id, int64_t rank) {
   const char* value = std::getenv("BATCHLAB_TEST_FAULT");
   if (value == nullptr || *value == '\0') return nullptr;
-  static const std::regex pattern("^(kill|crash|term|hang)@([0-9]+)(:([0-9a-f]+))?(,rank=([0-9]+))?$");
+  static const std::regex pattern(
+      "^(kill|crash|term|hang)@([0-9]+)(:([0-9a-f]+))?(,rank=([0-9]+))?$");
   std::cmatch m;
   if (!std::regex_match(value, m, pattern)) {
     throw UsageError(fmt::format(

@@ -81,8 +81,9 @@ int launch(const Args& args, const std::vector<std::string>& argv, long long npr
     throw UsageError(fmt::format("--nproc {}: must be between 1 and 1024", nproc));
   }
   if (std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr) {
-    throw UsageError("--nproc cannot be used inside a launched rank (RANK/WORLD_SIZE are set); "
-                     "unset them or drop --nproc");
+    throw UsageError(
+        "--nproc cannot be used inside a launched rank (RANK/WORLD_SIZE are set); "
+        "unset them or drop --nproc");
   }
   const auto cfg = config::load_experiment_file(args.positional("CONFIG.toml"),
                                                 load_options(args.values("set"), nproc));
@@ -98,11 +99,10 @@ int launch(const Args& args, const std::vector<std::string>& argv, long long npr
   }
   // Every collective of a rank ends within train.dist_timeout (the rendezvous within its
   // allowance): a rank still alive well after that is wedged outside batchlab's control.
-  launch.kill_after_s =
-      launch.grace_s +
-      std::max(cfg.train.dist_timeout_s,
-               std::chrono::duration<double>(kRendezvousAllowance).count()) +
-      30.0;
+  launch.kill_after_s = launch.grace_s +
+                        std::max(cfg.train.dist_timeout_s,
+                                 std::chrono::duration<double>(kRendezvousAllowance).count()) +
+                        30.0;
   return launch_local_ranks(launch);
 }
 
@@ -110,8 +110,11 @@ int launch(const Args& args, const std::vector<std::string>& argv, long long npr
 
 int cmd_train(const std::vector<std::string>& argv) {
   Args args(argv,
-            {{"set", true, true}, {"db", true, false}, {"run-id", true, false},
-             {"checkpoint-dir", true, false}, {"nproc", true, false}},
+            {{"set", true, true},
+             {"db", true, false},
+             {"run-id", true, false},
+             {"checkpoint-dir", true, false},
+             {"nproc", true, false}},
             "batchlab train CONFIG.toml [--set key=value]... [--db PATH] [--run-id ID] "
             "[--checkpoint-dir DIR] [--nproc N]");
   if (auto nproc = args.integer("nproc")) return launch(args, argv, *nproc);
@@ -137,11 +140,11 @@ int cmd_train(const std::vector<std::string>& argv) {
       cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(1, hw / rv.local_world_size));
   const auto device = train::resolve_device(cfg.train.device, rv.local_rank);
   train::use_device(device);
-  fmt::print("batchlab {} | run {} | {} -> {} | LibTorch {} | {} threads | {}{}\n",
-             batchlab_version(), run_id, config_path, db_path, torch_version(), threads,
-             device.str(),
-             rv.distributed() ? fmt::format(" | rank {} of {} ({})", rv.rank, rv.world_size, rv.source)
-                              : "");
+  fmt::print(
+      "batchlab {} | run {} | {} -> {} | LibTorch {} | {} threads | {}{}\n", batchlab_version(),
+      run_id, config_path, db_path, torch_version(), threads, device.str(),
+      rv.distributed() ? fmt::format(" | rank {} of {} ({})", rv.rank, rv.world_size, rv.source)
+                       : "");
   std::fflush(stdout);
 
   config::TrainConfig train_cfg = cfg.train;
@@ -165,20 +168,23 @@ int cmd_train(const std::vector<std::string>& argv) {
     group.backend = dist::choose_backend(cfg.train.dist_backend, device);
     group.device = device;
     group.timeout = std::chrono::milliseconds(std::llround(cfg.train.dist_timeout_s * 1000.0));
-    group.rendezvous_timeout = std::max<std::chrono::milliseconds>(group.timeout, kRendezvousAllowance);
+    group.rendezvous_timeout =
+        std::max<std::chrono::milliseconds>(group.timeout, kRendezvousAllowance);
     options.data_parallel =
         std::make_shared<dist::ProcessGroupDataParallel>(dist::connect(rv, group));
     // The model was initialized from train.seed on every rank (and rank 0's copy is broadcast);
     // from here on each rank draws its own random numbers (dropout).
     if (!is_root) {
-      torch::manual_seed(train::mix_seed(static_cast<uint64_t>(cfg.train.seed),
-                                         static_cast<uint64_t>(rv.rank)));
+      torch::manual_seed(
+          train::mix_seed(static_cast<uint64_t>(cfg.train.seed), static_cast<uint64_t>(rv.rank)));
     }
   }
   // Checkpoints live beside the database unless told otherwise: <db dir>/checkpoints/<run id>/.
   // A run whose directory holds a checkpoint of this configuration resumes from it.
-  const std::string checkpoint_dir = args.value("checkpoint-dir").value_or(
-      (std::filesystem::path(db_path).parent_path() / "checkpoints" / run_id).string());
+  const std::string checkpoint_dir =
+      args.value("checkpoint-dir")
+          .value_or(
+              (std::filesystem::path(db_path).parent_path() / "checkpoints" / run_id).string());
   options.checkpoints = std::make_shared<train::CheckpointStore>(checkpoint_dir);
 
   train::FanoutReporter reporter;
@@ -209,7 +215,8 @@ int cmd_train(const std::vector<std::string>& argv) {
     identity.host = host_name();
     identity.git_sha = git_sha();
     identity.torch_version = torch_version();
-    sqlite = std::make_shared<SqliteReporter>(db_path, identity, resume_step > 0 ? resume_step : -1);
+    sqlite =
+        std::make_shared<SqliteReporter>(db_path, identity, resume_step > 0 ? resume_step : -1);
     reporter.add(sqlite);
   }
   // Last, so the rows of the faulting step are already queued when the fault strikes.

@@ -25,7 +25,7 @@ class InputError : public Error {
 // `file:line:col: key.path = value: rule`.
 struct Diagnostic {
   std::string file;
-  int line = 0;    // 0 when the problem has no source position (a missing key, an override)
+  int line = 0;  // 0 when the problem has no source position (a missing key, an override)
   int column = 0;
   std::string key;
   std::string value;  // as written in the file ("" when the key is missing)

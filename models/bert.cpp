@@ -38,8 +38,9 @@ BertEncoderImpl::BertEncoderImpl(const BertConfig& config) {
   for (int64_t i = 0; i < config.num_layers; ++i) layer->push_back(BertLayer(config));
   if (config.norm_first) {
     final_layer_norm = register_module(
-        "final_layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden})
-                                                     .eps(config.layer_norm_eps)));
+        "final_layer_norm",
+        torch::nn::LayerNorm(
+            torch::nn::LayerNormOptions({config.hidden}).eps(config.layer_norm_eps)));
   }
 }
 
@@ -72,7 +73,7 @@ BertOutput BertModelImpl::forward(const torch::Tensor& input_ids, const torch::T
                             fmt::join(padding_mask.sizes(), ", "),
                             fmt::join(input_ids.sizes(), ", ")));
   }
-  torch::Tensor x = embeddings->forward(input_ids, segment_ids);  // [B, T, H]
+  torch::Tensor x = embeddings->forward(input_ids, segment_ids);                    // [B, T, H]
   const torch::Tensor mask = additive_padding_mask(padding_mask, x.scalar_type());  // [B,1,1,T]
   BertOutput out;
   out.sequence = encoder->forward(x, mask);  // [B, T, H]
@@ -84,8 +85,8 @@ BertOutput BertModelImpl::forward(const torch::Tensor& input_ids, const torch::T
 }
 
 BertLMPredictionHeadImpl::BertLMPredictionHeadImpl(const BertConfig& config) {
-  transform = register_module("transform",
-                              BertDense(config.hidden, config.hidden, config.layer_norm_eps));
+  transform =
+      register_module("transform", BertDense(config.hidden, config.hidden, config.layer_norm_eps));
   bias = register_parameter("bias", torch::zeros({config.vocab_size}));
 }
 
@@ -137,9 +138,10 @@ MlmOutput BertForPretraining::forward(const torch::Tensor& input_ids,
 std::shared_ptr<MaskedLanguageModel> make_bert(const config::ModelConfig& model,
                                                int64_t vocab_size) {
   if (vocab_size < 0) {
-    throw InputError(fmt::format("{}: tokenizer vocabulary size {} must be > 0 (or 0 to use "
-                                 "model.vocab_size)",
-                                 model.arch, vocab_size));
+    throw InputError(
+        fmt::format("{}: tokenizer vocabulary size {} must be > 0 (or 0 to use "
+                    "model.vocab_size)",
+                    model.arch, vocab_size));
   }
   return std::make_shared<BertForPretraining>(bert_config_from(model, vocab_size));
 }

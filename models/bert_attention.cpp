@@ -81,8 +81,8 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(int64_t hidden, int64_t num_heads,
                                              double attention_dropout)
     : num_heads_(num_heads), attention_dropout_(attention_dropout) {
   if (num_heads < 1 || hidden < 1 || hidden % num_heads != 0) {
-    throw InputError(fmt::format(
-        "BERT attention: hidden size {} is not divisible by {} heads", hidden, num_heads));
+    throw InputError(fmt::format("BERT attention: hidden size {} is not divisible by {} heads",
+                                 hidden, num_heads));
   }
   head_dim_ = hidden / num_heads;
   query = register_module("query", torch::nn::Linear(hidden, hidden));

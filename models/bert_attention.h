@@ -46,8 +46,7 @@ torch::Tensor additive_padding_mask(const torch::Tensor& padding_mask, torch::Sc
 // Returns [B, heads, T, head_dim]. kFused throws batchlab::Error where LibTorch lacks it.
 torch::Tensor scaled_dot_product_attention(const torch::Tensor& query, const torch::Tensor& key,
                                            const torch::Tensor& value, const torch::Tensor& mask,
-                                           double dropout_p, bool training,
-                                           AttentionKernel kernel);
+                                           double dropout_p, bool training, AttentionKernel kernel);
 
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:

@@ -39,9 +39,10 @@ void validate_bert_config(const BertConfig& c) {
   };
   if (c.num_layers < 1 || c.hidden < 1 || c.num_heads < 1 || c.intermediate < 1 ||
       c.type_vocab_size < 1) {
-    fail(fmt::format("layers = {}, hidden = {}, heads = {}, intermediate = {}, type vocabulary = "
-                     "{}: every size must be >= 1",
-                     c.num_layers, c.hidden, c.num_heads, c.intermediate, c.type_vocab_size));
+    fail(
+        fmt::format("layers = {}, hidden = {}, heads = {}, intermediate = {}, type vocabulary = "
+                    "{}: every size must be >= 1",
+                    c.num_layers, c.hidden, c.num_heads, c.intermediate, c.type_vocab_size));
   }
   if (c.hidden % c.num_heads != 0) {
     fail(fmt::format("hidden size {} is not divisible by {} attention heads", c.hidden,
@@ -110,8 +111,8 @@ int64_t bert_forward_macs(const BertConfig& c, int64_t seq_len, int64_t mlm_posi
                             + 2 * T * T * H   // scores (all heads: T x T x head_dim each) + P V
                             + 2 * T * H * I;  // FFN up and down
   int64_t macs = c.num_layers * per_layer;
-  if (c.next_sentence) macs += H * H + 2 * H;               // pooler + NSP classifier
-  macs += mlm_positions * (H * H + H * c.vocab_size);       // transform + tied decoder
+  if (c.next_sentence) macs += H * H + 2 * H;          // pooler + NSP classifier
+  macs += mlm_positions * (H * H + H * c.vocab_size);  // transform + tied decoder
   return macs;
 }
 

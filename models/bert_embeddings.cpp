@@ -9,8 +9,8 @@ namespace batchlab::models {
 
 BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& config)
     : name_(config.name), dropout_(config.dropout) {
-  word_embeddings = register_module("word_embeddings",
-                                    torch::nn::Embedding(config.vocab_size, config.hidden));
+  word_embeddings =
+      register_module("word_embeddings", torch::nn::Embedding(config.vocab_size, config.hidden));
   position_embeddings = register_module("position_embeddings",
                                         torch::nn::Embedding(config.max_seq_len, config.hidden));
   token_type_embeddings = register_module(

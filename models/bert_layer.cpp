@@ -15,8 +15,8 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& config)
     : norm_first_(config.norm_first), dropout_(config.dropout) {
   self_attention = register_module(
       "self", BertSelfAttention(config.hidden, config.num_heads, config.attention_dropout));
-  output = register_module("output",
-                           BertDense(config.hidden, config.hidden, config.layer_norm_eps));
+  output =
+      register_module("output", BertDense(config.hidden, config.hidden, config.layer_norm_eps));
 }
 
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {

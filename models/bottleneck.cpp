@@ -6,10 +6,8 @@ namespace batchlab::models {
 namespace {
 
 torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                               .stride(stride)
-                               .padding(kernel / 2)
-                               .bias(false));
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
 GhostBatchNorm2d batch_norm(int64_t channels, int64_t bn_group) {
@@ -28,9 +26,9 @@ BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t width, int64_t strid
   conv3 = register_module("conv3", conv(width, out_channels, 1, 1));
   bn3 = register_module("bn3", batch_norm(out_channels, bn_group));
   if (stride != 1 || in_channels != out_channels) {
-    downsample = register_module(
-        "downsample", torch::nn::Sequential(conv(in_channels, out_channels, 1, stride),
-                                            batch_norm(out_channels, bn_group)));
+    downsample = register_module("downsample",
+                                 torch::nn::Sequential(conv(in_channels, out_channels, 1, stride),
+                                                       batch_norm(out_channels, bn_group)));
   }
 }
 

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "models/resnet.h"
 #include "models/basic_block.h"
+#include "models/resnet.h"
 
 namespace batchlab::models {
 namespace {
@@ -42,9 +42,10 @@ CifarBlockImpl::CifarBlockImpl(int64_t in_channels, int64_t out_channels, int64_
                                int64_t bn_group)
     : in_channels_(in_channels), out_channels_(out_channels), stride_(stride) {
   if (out_channels < in_channels || (stride == 1 && out_channels != in_channels)) {
-    throw Error(fmt::format("cifar block {} -> {} channels at stride {}: an identity shortcut "
-                            "needs as many or more output channels, and a change only at stride 2",
-                            in_channels, out_channels, stride));
+    throw Error(
+        fmt::format("cifar block {} -> {} channels at stride {}: an identity shortcut "
+                    "needs as many or more output channels, and a change only at stride 2",
+                    in_channels, out_channels, stride));
   }
   conv1 = register_module("conv1", conv3x3(in_channels, out_channels, stride));
   bn1 = register_module("bn1", GhostBatchNorm2d(GhostBatchNormOptions{out_channels, bn_group}));

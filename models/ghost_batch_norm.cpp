@@ -45,8 +45,8 @@ torch::Tensor GhostBatchNorm2dImpl::forward(const torch::Tensor& x) {
   const int64_t c = x.size(1);
   // [groups, g, C, H, W]: statistics per group over (samples, H, W).
   auto xg = x.view({groups, g, c, x.size(2), x.size(3)});
-  auto mean = xg.mean({1, 3, 4}, /*keepdim=*/true);                        // [groups, 1, C, 1, 1]
-  auto var = (xg - mean).pow(2).mean({1, 3, 4}, /*keepdim=*/true);         // biased, as BN uses
+  auto mean = xg.mean({1, 3, 4}, /*keepdim=*/true);                 // [groups, 1, C, 1, 1]
+  auto var = (xg - mean).pow(2).mean({1, 3, 4}, /*keepdim=*/true);  // biased, as BN uses
   auto y = (xg - mean) * torch::rsqrt(var + options.eps);
   y = y * weight.view({1, 1, c, 1, 1}) + bias.view({1, 1, c, 1, 1});
 

@@ -1,7 +1,7 @@
 // Ghost batch normalization (Hoffer, Hubara, Soudry 2017, "Train longer, generalize better"):
 // in training mode the statistics are taken over groups of `group` samples rather than over the
-// whole (micro-)batch, so batch norm behaves the same whatever the micro-batch and global batch size.
-// With group 0 (or a batch no larger than one group) it is ordinary BatchNorm2d.
+// whole (micro-)batch, so batch norm behaves the same whatever the micro-batch and global batch
+// size. With group 0 (or a batch no larger than one group) it is ordinary BatchNorm2d.
 //
 // Parameters and buffers carry BatchNorm2d's names (weight, bias, running_mean, running_var,
 // num_batches_tracked), so torchvision state dicts load unchanged. Running statistics are updated

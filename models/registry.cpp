@@ -214,8 +214,8 @@ ModelSummary summarize_model(const ModelInfo& info) {
       *make_image_classifier(cfg, info.channels, info.height, info.width, info.num_classes));
   s.training_flops =
       training_flops_per_sample(cfg, info.channels, info.height, info.width, info.num_classes);
-  s.input = fmt::format("{}x{}x{}, {} classes", info.channels, info.height, info.width,
-                        info.num_classes);
+  s.input =
+      fmt::format("{}x{}x{}, {} classes", info.channels, info.height, info.width, info.num_classes);
   return s;
 }
 

@@ -62,8 +62,8 @@ std::shared_ptr<ImageClassifier> make_image_classifier(const config::ModelConfig
                                                        int64_t bn_group = 0);
 
 // Builds a masked-language model (model.arch = bert_*) with model.vocab_size tokens, or
-// `vocab_size` when non-zero (the trained tokenizer's). Throws InputError like make_image_classifier,
-// and for an image architecture.
+// `vocab_size` when non-zero (the trained tokenizer's). Throws InputError like
+// make_image_classifier, and for an image architecture.
 std::shared_ptr<MaskedLanguageModel> make_masked_lm(const config::ModelConfig& model,
                                                     int64_t vocab_size = 0);
 

@@ -25,11 +25,16 @@ struct Layout {
 // Throws InputError for a depth torchvision does not define.
 Layout layout_of(int64_t depth) {
   switch (depth) {
-    case 18: return {false, {2, 2, 2, 2}};
-    case 34: return {false, {3, 4, 6, 3}};
-    case 50: return {true, {3, 4, 6, 3}};
-    case 101: return {true, {3, 4, 23, 3}};
-    case 152: return {true, {3, 8, 36, 3}};
+    case 18:
+      return {false, {2, 2, 2, 2}};
+    case 34:
+      return {false, {3, 4, 6, 3}};
+    case 50:
+      return {true, {3, 4, 6, 3}};
+    case 101:
+      return {true, {3, 4, 23, 3}};
+    case 152:
+      return {true, {3, 8, 36, 3}};
     default:
       throw InputError(
           fmt::format("resnet depth {}: supported depths are 18, 34, 50, 101 and 152", depth));
@@ -60,8 +65,7 @@ ResNetStem resolve_stem(const std::string& name, int64_t height, int64_t width) 
   if (name == "auto") {
     return height <= 64 && width <= 64 ? ResNetStem::kSmall : ResNetStem::kImageNet;
   }
-  throw InputError(
-      fmt::format("model.stem = \"{}\": must be one of auto, imagenet, small", name));
+  throw InputError(fmt::format("model.stem = \"{}\": must be one of auto, imagenet, small", name));
 }
 
 ResNet::ResNet(ResNetOptions options) : options_(std::move(options)) {
@@ -70,11 +74,11 @@ ResNet::ResNet(ResNetOptions options) : options_(std::move(options)) {
   const int64_t g = options_.bn_group;
   const bool imagenet = options_.stem == ResNetStem::kImageNet;
   conv1_ = register_module(
-      "conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(options_.in_channels, kStemChannels,
-                                                          imagenet ? 7 : 3)
-                                     .stride(imagenet ? 2 : 1)
-                                     .padding(imagenet ? 3 : 1)
-                                     .bias(false)));
+      "conv1", torch::nn::Conv2d(
+                   torch::nn::Conv2dOptions(options_.in_channels, kStemChannels, imagenet ? 7 : 3)
+                       .stride(imagenet ? 2 : 1)
+                       .padding(imagenet ? 3 : 1)
+                       .bias(false)));
   bn1_ = register_module("bn1", GhostBatchNorm2d(GhostBatchNormOptions{kStemChannels, g}));
 
   int64_t in = kStemChannels;
@@ -113,7 +117,7 @@ torch::Tensor ResNet::forward(const torch::Tensor& images) {
   if (options_.stem == ResNetStem::kImageNet) {
     x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));  // [B, 64, H/4, W/4]
   }
-  for (auto& stage : layers_) x = stage->forward(x);  // [B, 512 e, H/32, W/32]
+  for (auto& stage : layers_) x = stage->forward(x);     // [B, 512 e, H/32, W/32]
   x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);  // [B, 512 e]
   return fc_->forward(x);                                // [B, num_classes]
 }

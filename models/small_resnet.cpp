@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "models/resnet.h"
 #include "models/basic_block.h"
+#include "models/resnet.h"
 
 namespace batchlab::models {
 namespace {

@@ -33,17 +33,16 @@ void append_entries(const torch::nn::Module& module, const std::string& prefix, 
 std::vector<char> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw InputError(fmt::format("{}: cannot open the state_dict file: {}", path,
-                                 std::strerror(errno)));
+    throw InputError(
+        fmt::format("{}: cannot open the state_dict file: {}", path, std::strerror(errno)));
   }
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // The first `limit` names, then how many more there are.
 std::string name_list(const std::vector<std::string>& names, size_t limit = 25) {
-  std::vector<std::string> shown(names.begin(),
-                                 names.begin() + static_cast<std::ptrdiff_t>(
-                                                     std::min(limit, names.size())));
+  std::vector<std::string> shown(
+      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(limit, names.size())));
   std::string text = fmt::format("{}", fmt::join(shown, ", "));
   if (names.size() > limit) text += fmt::format(", ... ({} more)", names.size() - limit);
   return text;
@@ -68,17 +67,18 @@ StateDict read_state_dict(const std::string& path) {
   try {
     value = torch::pickle_load(archive);
   } catch (const c10::Error& e) {
-    throw InputError(fmt::format("{}: cannot read the state_dict: {}", path,
-                                 e.what_without_backtrace()));
+    throw InputError(
+        fmt::format("{}: cannot read the state_dict: {}", path, e.what_without_backtrace()));
   }
   // A Python state_dict comes back as (entries, attributes); a plain dict as itself.
   if (value.isTuple() && !value.toTupleRef().elements().empty()) {
     value = value.toTupleRef().elements()[0];
   }
   if (!value.isGenericDict()) {
-    throw InputError(fmt::format("{}: holds a {}, not a state_dict (a mapping from names to "
-                                 "tensors, as torch.save(model.state_dict(), f) writes)",
-                                 path, value.tagKind()));
+    throw InputError(
+        fmt::format("{}: holds a {}, not a state_dict (a mapping from names to "
+                    "tensors, as torch.save(model.state_dict(), f) writes)",
+                    path, value.tagKind()));
   }
   StateDict out;
   for (const auto& item : value.toGenericDict()) {
@@ -102,8 +102,8 @@ void write_state_dict(const StateDict& entries, const std::string& path) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) {
-      throw InputError(fmt::format("{}: cannot write the state_dict: {}", tmp,
-                                   std::strerror(errno)));
+      throw InputError(
+          fmt::format("{}: cannot write the state_dict: {}", tmp, std::strerror(errno)));
     }
   }
   std::error_code ec;

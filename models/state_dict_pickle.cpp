@@ -1,8 +1,8 @@
 #include "models/state_dict_pickle.h"
 
+#include <c10/util/Exception.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
-#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,11 +40,11 @@ constexpr uint8_t kAppends = 'e';
 // How an opcode's argument is laid out in the byte stream.
 enum class Arg {
   kNone,
-  kFixed,      // `size` bytes
-  kCounted1,   // 1-byte little-endian length, then that many bytes
-  kCounted4,   // 4-byte little-endian length, then that many bytes
-  kLine,       // text up to and including '\n'
-  kTwoLines,   // two such lines (module and name)
+  kFixed,     // `size` bytes
+  kCounted1,  // 1-byte little-endian length, then that many bytes
+  kCounted4,  // 4-byte little-endian length, then that many bytes
+  kLine,      // text up to and including '\n'
+  kTwoLines,  // two such lines (module and name)
   kUnsupported,
 };
 
@@ -57,25 +57,69 @@ struct ArgKind {
 // LibTorch's unpickler either, so they stay unsupported here.
 ArgKind argument_kind(uint8_t op) {
   switch (op) {
-    case '(': case '.': case '0': case '1': case '2': case 'N': case 'Q': case 'R': case 'a':
-    case 'b': case 'd': case '}': case 'e': case 'l': case ']': case 'o': case 's': case 't':
-    case ')': case 'u': case 0x81: case 0x85: case 0x86: case 0x87: case 0x88: case 0x89:
+    case '(':
+    case '.':
+    case '0':
+    case '1':
+    case '2':
+    case 'N':
+    case 'Q':
+    case 'R':
+    case 'a':
+    case 'b':
+    case 'd':
+    case '}':
+    case 'e':
+    case 'l':
+    case ']':
+    case 'o':
+    case 's':
+    case 't':
+    case ')':
+    case 'u':
+    case 0x81:
+    case 0x85:
+    case 0x86:
+    case 0x87:
+    case 0x88:
+    case 0x89:
       return {Arg::kNone, 0};
-    case 'K': case 'h': case 'q': case 0x80: case 0x82:  // BININT1 BINGET BINPUT PROTO EXT1
+    case 'K':
+    case 'h':
+    case 'q':
+    case 0x80:
+    case 0x82:  // BININT1 BINGET BINPUT PROTO EXT1
       return {Arg::kFixed, 1};
-    case 'M': case 0x83:  // BININT2 EXT2
+    case 'M':
+    case 0x83:  // BININT2 EXT2
       return {Arg::kFixed, 2};
-    case 'J': case 'j': case 'r': case 0x84:  // BININT LONG_BINGET LONG_BINPUT EXT4
+    case 'J':
+    case 'j':
+    case 'r':
+    case 0x84:  // BININT LONG_BINGET LONG_BINPUT EXT4
       return {Arg::kFixed, 4};
     case 'G':  // BINFLOAT
       return {Arg::kFixed, 8};
-    case 'U': case 'C': case 0x8a:  // SHORT_BINSTRING SHORT_BINBYTES LONG1
+    case 'U':
+    case 'C':
+    case 0x8a:  // SHORT_BINSTRING SHORT_BINBYTES LONG1
       return {Arg::kCounted1, 0};
-    case 'X': case 'T': case 'B': case 0x8b:  // BINUNICODE BINSTRING BINBYTES LONG4
+    case 'X':
+    case 'T':
+    case 'B':
+    case 0x8b:  // BINUNICODE BINSTRING BINBYTES LONG4
       return {Arg::kCounted4, 0};
-    case 'I': case 'L': case 'S': case 'V': case 'F': case 'P': case 'g': case 'p':
+    case 'I':
+    case 'L':
+    case 'S':
+    case 'V':
+    case 'F':
+    case 'P':
+    case 'g':
+    case 'p':
       return {Arg::kLine, 0};
-    case 'c': case 'i':  // GLOBAL INST
+    case 'c':
+    case 'i':  // GLOBAL INST
       return {Arg::kTwoLines, 0};
     default:
       return {Arg::kUnsupported, 0};
@@ -131,9 +175,10 @@ class OpReader {
       case Arg::kUnsupported:
         break;
     }
-    fail(fmt::format("pickle opcode 0x{:02x} at byte {} is not part of pickle protocol 2, the "
-                     "only one LibTorch reads; save with torch.save's default pickle_protocol=2",
-                     op.code, op.begin));
+    fail(
+        fmt::format("pickle opcode 0x{:02x} at byte {} is not part of pickle protocol 2, the "
+                    "only one LibTorch reads; save with torch.save's default pickle_protocol=2",
+                    op.code, op.begin));
   }
 
   uint64_t little_endian(size_t pos, size_t n) const {
@@ -151,9 +196,8 @@ class OpReader {
   }
 
   size_t line_end(size_t pos) const {
-    const void* nl = pos < bytes_.size()
-                         ? std::memchr(bytes_.data() + pos, '\n', bytes_.size() - pos)
-                         : nullptr;
+    const void* nl =
+        pos < bytes_.size() ? std::memchr(bytes_.data() + pos, '\n', bytes_.size() - pos) : nullptr;
     if (nl == nullptr) fail("the pickle program is truncated");
     return static_cast<size_t>(static_cast<const char*>(nl) - bytes_.data()) + 1;
   }
@@ -203,7 +247,11 @@ class StackSimulator {
         case kMark:
           stack_.push_back({i, true});
           break;
-        case 'q': case 'r': case 'p': case 0x80: case kStop:  // PUT variants, PROTO
+        case 'q':
+        case 'r':
+        case 'p':
+        case 0x80:
+        case kStop:  // PUT variants, PROTO
           break;
         case 's':  // SETITEM: dict key value
           need(3, i);
@@ -218,17 +266,28 @@ class StackSimulator {
         case '0':  // POP
           pop(1, i);
           break;
-        case 'u': case 'e': case '1':  // SETITEMS APPENDS POP_MARK
+        case 'u':
+        case 'e':
+        case '1':  // SETITEMS APPENDS POP_MARK
           pop_to_mark(i);
           if (c != '1') need(1, i);
           break;
-        case 't': case 'l': case 'd': case 'i': case 'o':  // TUPLE LIST DICT INST OBJ
+        case 't':
+        case 'l':
+        case 'd':
+        case 'i':
+        case 'o':  // TUPLE LIST DICT INST OBJ
           stack_.push_back({pop_to_mark(i), false});
           break;
-        case 'Q': case 0x85:  // BINPERSID TUPLE1: one item in, one out
+        case 'Q':
+        case 0x85:  // BINPERSID TUPLE1: one item in, one out
           need(1, i);
           break;
-        case 0x86: case 0x87: case 'R': case 'b': case 0x81: {  // TUPLE2/3 REDUCE BUILD NEWOBJ
+        case 0x86:
+        case 0x87:
+        case 'R':
+        case 'b':
+        case 0x81: {  // TUPLE2/3 REDUCE BUILD NEWOBJ
           const size_t n = c == 0x87 ? 3 : 2;
           need(n, i);
           const size_t first = stack_[stack_.size() - n].first_op;
@@ -297,9 +356,8 @@ std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
     const Op& op = ops[i];
     out.insert(out.end(), static_cast<size_t>(marks[i]), static_cast<char>(kMark));
     const auto memo = memo_index(pickle, op);
-    const bool class_push =
-        is_ordered_dict_global(pickle, op) ||
-        (memo && !is_put(op) && ordered_dict_memos.count(*memo) > 0);
+    const bool class_push = is_ordered_dict_global(pickle, op) ||
+                            (memo && !is_put(op) && ordered_dict_memos.count(*memo) > 0);
     if (class_push) {
       // OrderedDict [PUT n] () REDUCE  ->  {} [PUT n]: the memo slot keeps its number (a later
       // fetch of it is rewritten the same way), and the dict is what REDUCE would have produced.

@@ -69,7 +69,8 @@ std::string upsert_runs_sql(const std::vector<std::string>& cols) {
     } else if (c == "attempts") {
       expr = "COALESCE(?3, max(runs.attempts, excluded.attempts))";
     } else if (c == "started_at") {
-      expr = "COALESCE(runs.started_at, excluded.started_at)";  // time-to-result from the first start
+      expr =
+          "COALESCE(runs.started_at, excluded.started_at)";  // time-to-result from the first start
     } else if (kJobStateColumns.count(c) > 0) {
       expr = "excluded." + c;
     } else {
@@ -182,8 +183,8 @@ struct Ingester::Impl {
     IngestedRun out;
     out.run_id = run_id;
     {
-      Statement read(db,
-                     "SELECT status, error, last_step, total_steps FROM job.runs WHERE run_id = ?1");
+      Statement read(
+          db, "SELECT status, error, last_step, total_steps FROM job.runs WHERE run_id = ?1");
       read.bind_text(1, run_id);
       if (read.step()) {
         out.status = read.column_text(0);
@@ -256,9 +257,10 @@ void Ingester::register_plan(const SweepRow& sweep, const std::vector<RunRow>& r
     SweepRow row = sweep;
     if (!row.created_at) row.created_at = utc_now();
     const auto& cols = RowCodec<SweepRow>::columns();
-    Statement stmt(db, fmt::format("INSERT INTO sweeps({}) VALUES({}) ON CONFLICT(sweep_id) DO "
-                                   "UPDATE SET name = excluded.name, spec_toml = excluded.spec_toml",
-                                   join_columns(cols), placeholders(cols.size())));
+    Statement stmt(db,
+                   fmt::format("INSERT INTO sweeps({}) VALUES({}) ON CONFLICT(sweep_id) DO "
+                               "UPDATE SET name = excluded.name, spec_toml = excluded.spec_toml",
+                               join_columns(cols), placeholders(cols.size())));
     RowCodec<SweepRow>::bind(stmt, row);
     stmt.run();
   }
@@ -273,7 +275,8 @@ void Ingester::register_plan(const SweepRow& sweep, const std::vector<RunRow>& r
     try {
       stmt.run();
     } catch (const StoreError& e) {
-      throw StoreError(db.path(), fmt::format("cannot plan run {}", run.run_id), e.sqlite_message());
+      throw StoreError(db.path(), fmt::format("cannot plan run {}", run.run_id),
+                       e.sqlite_message());
     }
   }
   tx.commit();

@@ -8,6 +8,7 @@ set -euo pipefail
 
 pkgs=(
   build-essential cmake ninja-build pkg-config ccache
+  clang-format            # the test command checks formatting (scripts/check_format.sh)
   libtorch-dev            # LibTorch 1.13 (CPU)
   libopenblas0-pthread    # without it LibTorch multiplies with the reference BLAS (~30x slower)
   libfmt-dev libtomlplusplus-dev libsqlite3-dev sqlite3 zlib1g-dev

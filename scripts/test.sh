@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-python
+bash scripts/check_format.sh
 bash scripts/build.sh
 label_args=(-LE slow)
 if [[ "${1:-}" == "--all" ]]; then label_args=(); fi

@@ -34,13 +34,13 @@ struct TrainSize {
 using TrainSizeFn = std::function<TrainSize(const config::DataConfig&)>;
 
 struct PlanOptions {
-  config::LoadOptions load;  // model/dataset registries; its overrides are ignored
-  TrainSizeFn train_size;    // empty: sizes unknown
+  config::LoadOptions load;      // model/dataset registries; its overrides are ignored
+  TrainSizeFn train_size;        // empty: sizes unknown
   bool keep_config_toml = true;  // false saves ~1 KB per job when only the plan is shown
   // Parse each combination once for its first seed and derive the other seeds' configs from it
   // (identical results, checked by the tests; about 40% less work with many seeds).
   bool reuse_across_seeds = true;
-  unsigned threads = 0;          // 0: hardware concurrency for large sweeps, 1 for small ones
+  unsigned threads = 0;                // 0: hardware concurrency for large sweeps, 1 for small ones
   size_t jobs_listed_per_problem = 4;  // coordinates shown per distinct problem
 };
 

@@ -1,5 +1,7 @@
 #include "sweeps/local_runner.h"
 
+#include <fmt/format.h>
+
 #include <csignal>
 #include <deque>
 #include <filesystem>
@@ -7,8 +9,6 @@
 #include <map>
 #include <optional>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "results/errors.h"
 #include "results/ingest.h"
@@ -139,10 +139,10 @@ class Runner {
     const int attempt = static_cast<int>(++attempts_[job_index]);
     {
       std::ofstream log(layout_.log_path(job.run_id), std::ios::app);
-      log << fmt::format("=== batchlab sweep {}: attempt {} on worker {}{} at {} ===\n",
-                         plan_.sweep_name, attempt, worker,
-                         options_.devices.empty() ? "" : " (device " + options_.devices[worker] + ")",
-                         results::utc_now());
+      log << fmt::format(
+          "=== batchlab sweep {}: attempt {} on worker {}{} at {} ===\n", plan_.sweep_name, attempt,
+          worker, options_.devices.empty() ? "" : " (device " + options_.devices[worker] + ")",
+          results::utc_now());
     }
     results::RunRow row;
     row.run_id = job.run_id;
@@ -152,13 +152,20 @@ class Runner {
     records_.store().upsert_run(row);
 
     SpawnOptions spawn;
-    spawn.argv = {options_.batchlab, "train", layout_.config_path(job.run_id), "--run-id",
-                  job.run_id, "--db", records};
-    if (!options_.devices.empty()) spawn.env.emplace_back("CUDA_VISIBLE_DEVICES", options_.devices[worker]);
+    spawn.argv = {options_.batchlab,
+                  "train",
+                  layout_.config_path(job.run_id),
+                  "--run-id",
+                  job.run_id,
+                  "--db",
+                  records};
+    if (!options_.devices.empty())
+      spawn.env.emplace_back("CUDA_VISIBLE_DEVICES", options_.devices[worker]);
     spawn.log_path = layout_.log_path(job.run_id);
     spawn.keep_fd = lock.fd();
     spawn.parent_death_signal = SIGTERM;
-    Running r{job_index, worker, attempt, ChildProcess::spawn(spawn), std::move(lock), Clock::now()};
+    Running r{job_index,       worker,      attempt, ChildProcess::spawn(spawn),
+              std::move(lock), Clock::now()};
     JobEvent event;
     event.job = &job;
     event.worker = worker;
@@ -191,8 +198,8 @@ class Runner {
       event.error = folded->error.value_or("");
     } else {
       // The process ended before it opened its records file (bad input, or a crash while loading).
-      event.status = std::string(stopping ? results::run_status::kPreempted
-                                          : results::run_status::kFailed);
+      event.status =
+          std::string(stopping ? results::run_status::kPreempted : results::run_status::kFailed);
       event.error = fmt::format("{} before recording anything ({}): {}",
                                 bad_input ? "invalid input" : "ended", exit.describe(),
                                 tail_lines(layout_.log_path(job.run_id), 1));

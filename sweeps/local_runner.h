@@ -23,7 +23,7 @@
 namespace batchlab::sweeps {
 
 struct LocalRunOptions {
-  std::string batchlab;              // path of the batchlab executable the jobs run
+  std::string batchlab;  // path of the batchlab executable the jobs run
   unsigned workers = 1;
   std::vector<std::string> devices;  // one per worker, in worker order; empty: not set
   int retries = 0;                   // extra attempts after a crash
@@ -39,7 +39,7 @@ struct JobEvent {
   int attempt = 1;
   std::string status;  // after the attempt: done, diverged, failed, preempted
   std::string error;
-  std::string exit;    // "exit code 0", "killed by signal 6 (SIGABRT)"
+  std::string exit;  // "exit code 0", "killed by signal 6 (SIGABRT)"
   double seconds = 0.0;
   bool retry = false;  // it goes back into the queue
 };

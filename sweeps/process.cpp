@@ -1,6 +1,7 @@
 #include "sweeps/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "core/errors.h"
 

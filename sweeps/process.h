@@ -20,8 +20,8 @@ struct ExitStatus {
 };
 
 struct SpawnOptions {
-  std::vector<std::string> argv;                            // argv[0] is the program's path
-  std::vector<std::pair<std::string, std::string>> env;     // set (or replaced) in the child
+  std::vector<std::string> argv;                         // argv[0] is the program's path
+  std::vector<std::pair<std::string, std::string>> env;  // set (or replaced) in the child
   std::string log_path;  // stdout and stderr are appended here ("" = inherit)
   int keep_fd = -1;      // a descriptor the child inherits (its job lock), or -1
   // The signal the child gets when the parent dies (Linux): a job whose coordinator was killed

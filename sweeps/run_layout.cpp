@@ -1,6 +1,7 @@
 #include "sweeps/run_layout.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "core/errors.h"
 
@@ -27,7 +26,9 @@ std::string default_runs_root(const std::string& results_db) {
 
 RunLayout::RunLayout(std::string runs_dir) : root_(std::move(runs_dir)) {}
 
-std::string RunLayout::dir(const std::string& run_id) const { return (fs::path(root_) / run_id).string(); }
+std::string RunLayout::dir(const std::string& run_id) const {
+  return (fs::path(root_) / run_id).string();
+}
 std::string RunLayout::config_path(const std::string& run_id) const {
   return (fs::path(dir(run_id)) / "config.toml").string();
 }

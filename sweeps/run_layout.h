@@ -2,8 +2,10 @@
 //
 //   <runs_dir>/coordinator.lock        held by the one `sweep run|status|submit` allowed to write
 //                                      the sweep database at a time
-//   <runs_dir>/<run_id>/config.toml    the job's canonical TOML: `batchlab train config.toml --run-id
-//                                      <run_id>` reproduces the run id (canonical TOML is a fixed point)
+//   <runs_dir>/<run_id>/config.toml    the job's canonical TOML: `batchlab train config.toml
+//   --run-id
+//                                      <run_id>` reproduces the run id (canonical TOML is a fixed
+//                                      point)
 //   <runs_dir>/<run_id>/records.db     the job's own SQLite file, written only by that job
 //   <runs_dir>/<run_id>/log.txt        its stdout and stderr, every attempt appended
 //   <runs_dir>/<run_id>/job.lock       held by the job's process while it lives

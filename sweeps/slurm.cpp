@@ -1,5 +1,6 @@
 #include "sweeps/slurm.h"
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <map>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/errors.h"
 #include "results/errors.h"
@@ -98,8 +97,10 @@ std::string sbatch_script(const std::string& sweep_name, const std::string& task
   s += "#SBATCH --signal=B:TERM@60\n";
   for (const auto& extra : options.extra_args) s += fmt::format("#SBATCH {}\n", extra);
   s += fmt::format(
-      "# Written by `batchlab sweep submit` for sweep {}: array task i runs the job whose run folder\n"
-      "# is line i+1 of the task list, with its records on node-local disk, published as snapshots.\n",
+      "# Written by `batchlab sweep submit` for sweep {}: array task i runs the job whose run "
+      "folder\n"
+      "# is line i+1 of the task list, with its records on node-local disk, published as "
+      "snapshots.\n",
       sweep_name);
   s += fmt::format("exec {} sweep slurm-task {} \"$SLURM_ARRAY_TASK_ID\"\n",
                    shell_quote(options.batchlab), shell_quote(fs::absolute(tasks_path).string()));
@@ -147,7 +148,7 @@ std::set<std::string> slurm_submitted_runs(const RunLayout& layout) {
 }
 
 std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
-                                                      const std::string& sweep_name) {
+                                                       const std::string& sweep_name) {
   const auto subs = submissions(layout);
   if (subs.empty()) return std::set<std::string>{};
   const auto [code, output] =
@@ -184,7 +185,8 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
                    const std::atomic<int>* stop_requests) {
   const auto lines = read_lines(tasks_file);
   if (index >= lines.size()) {
-    throw InputError(fmt::format("task {} is not in {} ({} tasks)", index, tasks_file, lines.size()));
+    throw InputError(
+        fmt::format("task {} is not in {} ({} tasks)", index, tasks_file, lines.size()));
   }
   const fs::path run_dir = lines[index];
   const std::string run_id = run_dir.filename().string();
@@ -199,15 +201,15 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
     std::ofstream log(layout.log_path(run_id), std::ios::app);
     const char* job = std::getenv("SLURM_JOB_ID");
     log << fmt::format("=== batchlab sweep slurm task {} (Slurm job {}) on {} at {} ===\n", index,
-                       job != nullptr ? job : "?", std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "?",
-                       results::utc_now());
+                       job != nullptr ? job : "?",
+                       std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "?", results::utc_now());
   }
   SpawnOptions spawn;
   // Checkpoints are plain files written by the job alone: they go to the shared run folder, so a
   // preempted or failed task resumes from them wherever Slurm runs it next.
   const std::string checkpoints = (run_dir / "checkpoints" / run_id).string();
-  spawn.argv = {batchlab, "train", layout.config_path(run_id), "--run-id", run_id, "--db", local,
-                "--checkpoint-dir", checkpoints};
+  spawn.argv = {batchlab, "train", layout.config_path(run_id), "--run-id", run_id,
+                "--db",   local,   "--checkpoint-dir",         checkpoints};
   spawn.log_path = layout.log_path(run_id);
   spawn.parent_death_signal = SIGTERM;
   ChildProcess child = ChildProcess::spawn(spawn);
@@ -244,11 +246,10 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
                             tail_lines(layout.log_path(run_id), 1));
     store.upsert_run(row);
   } else if (fs::exists(local, ec)) {
-    results::finalize_record(local, run_id,
-                             signalled > 0 ? results::run_status::kPreempted
-                                           : results::run_status::kFailed,
-                             signalled > 0 ? "stopped by Slurm (SIGTERM)"
-                                           : "crashed: " + status->describe());
+    results::finalize_record(
+        local, run_id,
+        signalled > 0 ? results::run_status::kPreempted : results::run_status::kFailed,
+        signalled > 0 ? "stopped by Slurm (SIGTERM)" : "crashed: " + status->describe());
   }
   publish();
   fs::remove_all(local_dir, ec);

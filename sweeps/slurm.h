@@ -27,18 +27,18 @@ namespace batchlab::sweeps {
 struct SlurmOptions {
   std::string batchlab;  // absolute path of the batchlab executable on the compute nodes
   std::string partition;
-  std::string time;      // --time, e.g. "02:00:00"
-  int gpus_per_job = 0;  // --gres=gpu:G when > 0
-  int max_parallel = 0;  // the %M of --array (0: no limit)
-  int cpus_per_task = 0; // --cpus-per-task when > 0
+  std::string time;                     // --time, e.g. "02:00:00"
+  int gpus_per_job = 0;                 // --gres=gpu:G when > 0
+  int max_parallel = 0;                 // the %M of --array (0: no limit)
+  int cpus_per_task = 0;                // --cpus-per-task when > 0
   std::vector<std::string> extra_args;  // further #SBATCH lines, e.g. "--account=abc"
-  bool submit = true;    // false: write the script and task list only (--dry-run)
+  bool submit = true;                   // false: write the script and task list only (--dry-run)
 };
 
 struct SlurmSubmission {
-  std::string script;      // the sbatch script written
-  std::string tasks;       // its task list
-  std::string job_id;      // empty when not submitted
+  std::string script;  // the sbatch script written
+  std::string tasks;   // its task list
+  std::string job_id;  // empty when not submitted
   size_t task_count = 0;
 };
 
@@ -54,7 +54,7 @@ std::string sbatch_script(const std::string& sweep_name, const std::string& task
 // Run ids of earlier submissions whose array task is still pending or running according to
 // squeue; nullopt when squeue cannot be asked (then every submitted job counts as active).
 std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
-                                                      const std::string& sweep_name);
+                                                       const std::string& sweep_name);
 
 // Run ids that were ever submitted to Slurm from this runs folder.
 std::set<std::string> slurm_submitted_runs(const RunLayout& layout);

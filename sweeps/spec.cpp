@@ -65,10 +65,10 @@ SweepSpec load_sweep_spec(const std::string& path) {
 
 bool same_value(const toml::node& a, const toml::node& b) {
   if (a.is_number() && b.is_number()) {
-    const double x = a.is_integer() ? static_cast<double>(a.as_integer()->get())
-                                    : a.as_floating_point()->get();
-    const double y = b.is_integer() ? static_cast<double>(b.as_integer()->get())
-                                    : b.as_floating_point()->get();
+    const double x =
+        a.is_integer() ? static_cast<double>(a.as_integer()->get()) : a.as_floating_point()->get();
+    const double y =
+        b.is_integer() ? static_cast<double>(b.as_integer()->get()) : b.as_floating_point()->get();
     return x == y;
   }
   if (a.type() != b.type()) return false;

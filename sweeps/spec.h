@@ -78,7 +78,7 @@ struct Setting {
 };
 
 struct When {
-  std::string condition;         // as written: "optim.name=lars"
+  std::string condition;          // as written: "optim.name=lars"
   std::vector<Match> conditions;  // all must hold
   std::vector<Setting> settings;
   Location where;
@@ -87,8 +87,8 @@ struct When {
 struct SpecStorage;  // the parsed document (spec_reader.h)
 
 struct SweepSpec {
-  std::string source;      // the spec file's path, as given
-  std::string text;        // its contents (stored in the sweeps table)
+  std::string source;  // the spec file's path, as given
+  std::string text;    // its contents (stored in the sweeps table)
   std::string name;
   std::string experiment;  // base experiment path, resolved against the spec's folder
   std::string results;     // sweep database path

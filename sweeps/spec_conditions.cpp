@@ -66,8 +66,9 @@ std::vector<std::string> SpecReader::swept_keys() const {
 
 // A match names a swept key and one of its values; anything else could never (or would always)
 // match, which is a mistake worth reporting.
-std::optional<Match> SpecReader::read_match(const std::string& key, const toml::node& value, Location at,
-                                const std::string& where, const SweepSpec& spec) {
+std::optional<Match> SpecReader::read_match(const std::string& key, const toml::node& value,
+                                            Location at, const std::string& where,
+                                            const SweepSpec& spec) {
   const Axis* axis = nullptr;
   for (const auto& dim : spec.dimensions) {
     for (const auto& a : dim.axes) {
@@ -79,8 +80,8 @@ std::optional<Match> SpecReader::read_match(const std::string& key, const toml::
     if (swept_.count(key) > 0) {
       return std::nullopt;  // swept, but its dimension was rejected: already reported
     } else if (!unknown_experiment_key_rule(key)) {
-      rule = "is not swept; " + where + " matches swept keys: " +
-             config::join_choices(swept_keys(), " and ");
+      rule = "is not swept; " + where +
+             " matches swept keys: " + config::join_choices(swept_keys(), " and ");
     } else if (auto close = config::closest_match(key, swept_keys())) {
       rule = fmt::format("unknown key, did you mean {}?", *close);
     } else {

@@ -46,7 +46,8 @@ std::optional<std::string> unknown_experiment_key_rule(const std::string& path) 
       return config::unknown_key_rule(section->name, path.substr(dot + 1), section->keys, known);
     }
   }
-  if (auto close = config::closest_match(path, known)) return "unknown key, did you mean " + *close + "?";
+  if (auto close = config::closest_match(path, known))
+    return "unknown key, did you mean " + *close + "?";
   return "unknown key; experiment keys are section.key, e.g. optim.base_lr";
 }
 

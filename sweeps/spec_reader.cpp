@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kTopKeys = {"exclude", "grid",  "schema_version", "set",
-                                           "sweep",   "when", "zip"};
+const std::vector<std::string> kTopKeys = {"exclude", "grid", "schema_version", "set", "sweep",
+                                           "when",    "zip"};
 const std::vector<std::string> kSweepKeys = {"experiment", "name", "results", "runs_dir", "seeds"};
 
 }  // namespace
@@ -100,7 +100,7 @@ void SpecReader::read_schema_version(const toml::table& doc) {
 }
 
 std::optional<std::string> SpecReader::string_key(const toml::table& table, const char* key,
-                                      const std::string& path) {
+                                                  const std::string& path) {
   const toml::node* node = table.get(key);
   if (node == nullptr) return std::nullopt;
   if (const auto* s = node->as_string()) return s->get();
@@ -128,15 +128,15 @@ void SpecReader::read_sweep(const toml::table& doc, SweepSpec& spec) {
   }
   const Location at = location_of(*sweep);
   if (auto name = string_key(*sweep, "name", "sweep.name")) {
-    const bool ok = !name->empty() && (*name)[0] != '.' &&
-                    std::all_of(name->begin(), name->end(), [](char c) {
-                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-                             c == '-' || c == '.';
-                    });
+    const bool ok =
+        !name->empty() && (*name)[0] != '.' && std::all_of(name->begin(), name->end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        });
     if (ok) {
       spec.name = *name;
     } else {
-      error(location_of(*sweep->get("name")), "sweep.name", config::render_node(*sweep->get("name")),
+      error(location_of(*sweep->get("name")), "sweep.name",
+            config::render_node(*sweep->get("name")),
             "must be a non-empty folder name of letters, digits, '_', '-' and '.'");
     }
   } else if (sweep->get("name") == nullptr) {
@@ -149,10 +149,10 @@ void SpecReader::read_sweep(const toml::table& doc, SweepSpec& spec) {
     spec.experiment = path.lexically_normal().string();
     std::error_code ec;
     if (!fs::is_regular_file(spec.experiment, ec)) {
-      error(location_of(*sweep->get("experiment")), "sweep.experiment",
-            config::render_node(*sweep->get("experiment")),
-            fmt::format("file not found: {} (paths are relative to the spec file)",
-                        spec.experiment));
+      error(
+          location_of(*sweep->get("experiment")), "sweep.experiment",
+          config::render_node(*sweep->get("experiment")),
+          fmt::format("file not found: {} (paths are relative to the spec file)", spec.experiment));
     }
   } else if (sweep->get("experiment") == nullptr) {
     error(at, "sweep.experiment", "",
@@ -237,7 +237,7 @@ std::vector<FlatEntry> SpecReader::flatten(const toml::table& table, const std::
 }
 
 std::optional<Axis> SpecReader::read_axis(const FlatEntry& entry, const std::string& where,
-                              bool distinct) {
+                                          bool distinct) {
   const auto* array = entry.node->as_array();
   if (array == nullptr || array->empty()) {
     error(entry.where, where + " " + entry.key, config::render_node(*entry.node),

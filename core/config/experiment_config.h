@@ -19,27 +19,28 @@ struct ModelConfig {
   int64_t width = 32;                 // base channel count of the small CNNs
   int64_t num_classes = 0;            // 0: taken from the dataset
   bool zero_init_residual = false;    // last BN gamma of each residual block at 0 (Goyal et al.)
-  // ResNet stem: "imagenet" (7x7 stride-2 conv + max pool), "small" (3x3 stride-1 conv, no pool: 28x28
-  // and 32x32 inputs), "auto" (small when the input side is at most 64 pixels).
+  // ResNet stem: "imagenet" (7x7 stride-2 conv + max pool), "small" (3x3 stride-1 conv, no pool:
+  // 28x28 and 32x32 inputs), "auto" (small when the input side is at most 64 pixels).
   std::string stem = "auto";
   bool channels_last = true;  // ResNets on CUDA: NHWC memory format (ignored on CPU)
   // BERT family (ignored by image models).
-  int64_t vocab_size = 30522;   // token vocabulary (BERT's WordPiece size; the tokenizer's when trained)
-  int64_t max_seq_len = 512;    // position embeddings
-  bool norm_first = false;      // pre-LN blocks (Cramming) instead of post-LN (original BERT)
-  bool next_sentence = false;   // next-sentence-prediction head on the pooled [CLS] output
-  double dropout = 0.1;         // hidden and attention dropout (Cramming uses 0)
+  int64_t vocab_size =
+      30522;  // token vocabulary (BERT's WordPiece size; the tokenizer's when trained)
+  int64_t max_seq_len = 512;   // position embeddings
+  bool norm_first = false;     // pre-LN blocks (Cramming) instead of post-LN (original BERT)
+  bool next_sentence = false;  // next-sentence-prediction head on the pooled [CLS] output
+  double dropout = 0.1;        // hidden and attention dropout (Cramming uses 0)
 };
 
 struct DataConfig {
   std::string dataset = "fashion_mnist";  // fashion_mnist | synthetic | cifar10 | imagenet | text
   std::string path;                       // "" = the dataset's default location
-  int64_t workers = 0;                    // loader threads; 0 = batches built on the training thread
-  int64_t seed = 0;                       // data-order seed; defaults to train.seed when absent
-  bool augment = false;                   // random crop (pad 2) and horizontal flip on training images
-  int64_t train_size = 0;                 // 0 = whole training set (synthetic: 4096)
-  int64_t test_size = 0;                  // 0 = whole test set (synthetic: 1024)
-  int64_t eval_train_samples = 10000;     // fixed training sample measured in eval mode (the gap)
+  int64_t workers = 0;                 // loader threads; 0 = batches built on the training thread
+  int64_t seed = 0;                    // data-order seed; defaults to train.seed when absent
+  bool augment = false;                // random crop (pad 2) and horizontal flip on training images
+  int64_t train_size = 0;              // 0 = whole training set (synthetic: 4096)
+  int64_t test_size = 0;               // 0 = whole test set (synthetic: 1024)
+  int64_t eval_train_samples = 10000;  // fixed training sample measured in eval mode (the gap)
   // Images read from files (imagenet, packed shards): training crop side (random-resized-crop),
   // evaluation resize of the shorter side before the center crop, smallest crop area fraction, and
   // what a corrupt or truncated file does (false: the run stops with the file's path; true: it is
@@ -68,8 +69,8 @@ struct BatchConfig {
 };
 
 // One ordered parameter-group rule; the first rule whose pattern matches a parameter's name wins.
-// Pattern: a glob over the parameter name (`*`, `?`), or `ndim<2` for every parameter with fewer than
-// two dimensions (biases and normalization scales/shifts).
+// Pattern: a glob over the parameter name (`*`, `?`), or `ndim<2` for every parameter with fewer
+// than two dimensions (biases and normalization scales/shifts).
 struct ParamGroupRule {
   std::string match;
   std::optional<double> weight_decay;  // unset: optim.weight_decay
@@ -93,7 +94,7 @@ struct OptimConfig {
   bool lr_in_momentum = false;  // LARS: LR inside the momentum buffer (paper, MLPerf) or outside
   bool bias_correction = true;  // LAMB/Adam
   bool grad_averaging = true;   // LAMB
-  double grad_clip = 0.0;       // global-norm clipping; resolved: 1.0 for lamb when absent, else 0 (off)
+  double grad_clip = 0.0;  // global-norm clipping; resolved: 1.0 for lamb when absent, else 0 (off)
   // Parameters kept out of weight decay and trust-ratio adaptation (unless always_adapt).
   std::vector<std::string> exclude = {"ndim<2"};
   std::vector<ParamGroupRule> groups;  // [[optim.groups]], applied before `exclude`
@@ -104,7 +105,7 @@ struct ScheduleConfig {
   std::optional<double> warmup_epochs;
   std::optional<int64_t> warmup_steps;
   std::optional<double> warmup_fraction;
-  double warmup_start = 0.0;  // LR at step 0 as a fraction of the peak
+  double warmup_start = 0.0;       // LR at step 0 as a fraction of the peak
   std::string decay = "constant";  // constant | linear | poly | cosine | step
   double power = 2.0;              // poly
   double end_lr = 0.0;             // linear, poly, cosine: final LR (absolute)
@@ -113,11 +114,13 @@ struct ScheduleConfig {
   // Length: exactly one of the three.
   std::optional<double> epochs;
   std::optional<int64_t> steps;
-  std::optional<double> budget_s;  // wall-clock budget ("2h", "90m", "45s"); progress = time fraction
+  std::optional<double>
+      budget_s;  // wall-clock budget ("2h", "90m", "45s"); progress = time fraction
 };
 
 struct Target {
-  std::string metric;  // test_acc | test_loss | train_acc | train_loss (losses are reached from above)
+  std::string
+      metric;  // test_acc | test_loss | train_acc | train_loss (losses are reached from above)
   double value = 0.0;
 };
 
@@ -125,16 +128,16 @@ struct TrainConfig {
   int64_t seed = 0;
   std::string precision = "fp32";  // fp32 | bf16
   std::string device = "cpu";
-  int64_t threads = 0;        // intra-op threads; 0 = hardware concurrency
-  double eval_every = 1.0;    // epochs between evaluations (fractions allowed)
-  int64_t log_every = 1;      // steps between rows of the steps table
+  int64_t threads = 0;      // intra-op threads; 0 = hardware concurrency
+  double eval_every = 1.0;  // epochs between evaluations (fractions allowed)
+  int64_t log_every = 1;    // steps between rows of the steps table
   int64_t layer_stats_every = 0;
   bool noise_scale = false;
   std::vector<Target> targets;  // `target = {metric, value}` or `target = [{...}, ...]`
   bool stop_at_target = false;
   int64_t checkpoint_every = 0;     // steps; 0 = off
   double checkpoint_minutes = 0.0;  // also after this much wall time; 0 = off
-  double divergence = 10.0;      // loss above this factor of its first value ends the run; 0 = off
+  double divergence = 10.0;  // loss above this factor of its first value ends the run; 0 = off
   // Data parallelism (world size > 1): c10d backend ("auto" = nccl on CUDA when built with it, gloo
   // otherwise), the collective timeout after which a missing rank ends the job, and the gradient
   // all-reduce bucket size.

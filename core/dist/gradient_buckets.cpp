@@ -17,8 +17,8 @@ GradientBuckets::GradientBuckets(ProcessGroup& group, std::vector<torch::Tensor>
     bool open_new = buckets_.empty();
     if (!open_new) {
       const auto& first = params_[buckets_.back().members.front()];
-      open_new = first.scalar_type() != p.scalar_type() || first.device() != p.device() ||
-                 bytes >= cap;
+      open_new =
+          first.scalar_type() != p.scalar_type() || first.device() != p.device() || bytes >= cap;
     }
     if (open_new) {
       buckets_.emplace_back();
@@ -41,7 +41,8 @@ GradientBuckets::GradientBuckets(ProcessGroup& group, std::vector<torch::Tensor>
   }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad() || params_[k].numel() == 0) continue;
-    slots_[k].hook = params_[k].register_hook([this, k](const torch::Tensor& grad) { on_gradient(k, grad); });
+    slots_[k].hook =
+        params_[k].register_hook([this, k](const torch::Tensor& grad) { on_gradient(k, grad); });
     slots_[k].hooked = true;
   }
 }
@@ -99,8 +100,8 @@ void GradientBuckets::launch_ready() {
     auto& b = buckets_[next_launch_];
     if (measure_) local_sq_.push_back(b.flat.pow(2).sum(torch::kFloat64));
     b.comm = b.flat.device() == group_.device() ? b.flat : b.flat.to(group_.device());
-    b.pending = group_.all_reduce_sum(
-        b.comm, fmt::format("all-reduce of gradient bucket {} of {}", next_launch_ + 1, buckets_.size()));
+    b.pending = group_.all_reduce_sum(b.comm, fmt::format("all-reduce of gradient bucket {} of {}",
+                                                          next_launch_ + 1, buckets_.size()));
     ++next_launch_;
   }
 }

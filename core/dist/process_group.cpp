@@ -46,7 +46,8 @@ struct GroupIdentity {
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<std::atomic<bool>> failed = std::make_shared<std::atomic<bool>>(false);
 
-  [[noreturn]] void fail(const std::string& what, const std::string& cause, Clock::time_point since) const {
+  [[noreturn]] void fail(const std::string& what, const std::string& cause,
+                         Clock::time_point since) const {
     failed->store(true);
     const double waited = std::chrono::duration<double>(Clock::now() - since).count();
     throw CollectiveError(fmt::format(
@@ -59,7 +60,10 @@ struct GroupIdentity {
 class C10dPending final : public PendingCollective {
  public:
   C10dPending(c10::intrusive_ptr<c10d::Work> work, std::string what, GroupIdentity id)
-      : work_(std::move(work)), what_(std::move(what)), id_(std::move(id)), started_(Clock::now()) {}
+      : work_(std::move(work)),
+        what_(std::move(what)),
+        id_(std::move(id)),
+        started_(Clock::now()) {}
 
   void wait() override {
     try {
@@ -132,7 +136,8 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const Rendezvous& rv) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
   }
-  if (is_loopback(rv.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  if (is_loopback(rv.master_addr))
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
@@ -150,9 +155,10 @@ BackendKind choose_backend(const std::string& dist_backend, const c10::Device& d
           device.str()));
     }
     if (!train::built_with_nccl()) {
-      throw InputError("train.dist_backend = nccl: this batchlab was built without NCCL (its "
-                       "LibTorch has none, or nccl.h was not found at configure time); use "
-                       "\"gloo\" or \"auto\"");
+      throw InputError(
+          "train.dist_backend = nccl: this batchlab was built without NCCL (its "
+          "LibTorch has none, or nccl.h was not found at configure time); use "
+          "\"gloo\" or \"auto\"");
     }
     return BackendKind::nccl;
   }
@@ -207,7 +213,8 @@ std::unique_ptr<ProcessGroup> connect(const Rendezvous& rv, const GroupOptions& 
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    id.fail(fmt::format("creating the {} process group", to_string(options.backend)), describe(e), t0);
+    id.fail(fmt::format("creating the {} process group", to_string(options.backend)), describe(e),
+            t0);
   }
 }
 

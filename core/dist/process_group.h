@@ -37,7 +37,7 @@ BackendKind choose_backend(const std::string& dist_backend, const c10::Device& d
 
 struct GroupOptions {
   BackendKind backend = BackendKind::gloo;
-  c10::Device device{c10::DeviceType::CPU};  // NCCL: this rank's GPU
+  c10::Device device{c10::DeviceType::CPU};                    // NCCL: this rank's GPU
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // every collective
   // How long rank 0's store waits for all ranks to connect: ranks load their data before they
   // connect, and loading times differ more than the gaps between training steps do.

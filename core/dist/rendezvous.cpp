@@ -45,24 +45,26 @@ std::optional<int64_t> leading_count(const std::optional<std::string>& v) {
 void check_rank(const Rendezvous& r, const std::string& rank_var, const std::string& world_var,
                 const std::string& local_var) {
   if (r.world_size < 1) {
-    throw InputError(fmt::format("environment variable {} = {}: must be at least 1", world_var,
-                                 r.world_size));
+    throw InputError(
+        fmt::format("environment variable {} = {}: must be at least 1", world_var, r.world_size));
   }
   if (r.rank < 0 || r.rank >= r.world_size) {
     throw InputError(fmt::format("environment variable {} = {} is not in [0, {} = {})", rank_var,
                                  r.rank, world_var, r.world_size));
   }
   if (r.local_rank < 0 || r.local_rank >= r.local_world_size) {
-    throw InputError(fmt::format("environment variable {} = {}: must be in [0, {}) (the ranks on "
-                                 "this host)",
-                                 local_var, r.local_rank, r.local_world_size));
+    throw InputError(
+        fmt::format("environment variable {} = {}: must be in [0, {}) (the ranks on "
+                    "this host)",
+                    local_var, r.local_rank, r.local_world_size));
   }
 }
 
 int parse_port(const std::string& name, const std::string& value) {
   const int64_t p = parse_int(name, value);
   if (p < 1 || p > 65535) {
-    throw InputError(fmt::format("environment variable {} = {}: not a TCP port (1-65535)", name, value));
+    throw InputError(
+        fmt::format("environment variable {} = {}: not a TCP port (1-65535)", name, value));
   }
   return static_cast<int>(p);
 }
@@ -85,14 +87,16 @@ Rendezvous from_torchrun(const EnvLookup& env) {
   if (r.world_size == 1) return r;
   const auto addr = env("MASTER_ADDR"), port = env("MASTER_PORT");
   if (!addr || addr->empty()) {
-    throw InputError(fmt::format("environment variable MASTER_ADDR is not set (WORLD_SIZE = {}): "
-                                 "the ranks need rank 0's host name or address; {}",
-                                 r.world_size, kTorchrunFix));
+    throw InputError(
+        fmt::format("environment variable MASTER_ADDR is not set (WORLD_SIZE = {}): "
+                    "the ranks need rank 0's host name or address; {}",
+                    r.world_size, kTorchrunFix));
   }
   if (!port) {
-    throw InputError(fmt::format("environment variable MASTER_PORT is not set (WORLD_SIZE = {}): "
-                                 "the ranks need the port of rank 0's store; {}",
-                                 r.world_size, kTorchrunFix));
+    throw InputError(
+        fmt::format("environment variable MASTER_PORT is not set (WORLD_SIZE = {}): "
+                    "the ranks need the port of rank 0's store; {}",
+                    r.world_size, kTorchrunFix));
   }
   r.master_addr = *addr;
   r.master_port = parse_port("MASTER_PORT", *port);
@@ -113,9 +117,10 @@ Rendezvous from_slurm(const EnvLookup& env) {
   r.world_size = parse_int("SLURM_NTASKS", *ntasks);
   r.local_rank = int_var(env, "SLURM_LOCALID").value_or(0);
   // Only the thread count depends on it: unknown, it is at least this task's local index + 1.
-  r.local_world_size = std::max(leading_count(env("SLURM_NTASKS_PER_NODE"))
-                                    .value_or(leading_count(env("SLURM_TASKS_PER_NODE")).value_or(1)),
-                                r.local_rank + 1);
+  r.local_world_size =
+      std::max(leading_count(env("SLURM_NTASKS_PER_NODE"))
+                   .value_or(leading_count(env("SLURM_TASKS_PER_NODE")).value_or(1)),
+               r.local_rank + 1);
   check_rank(r, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID");
   if (r.world_size == 1) return r;
   if (auto addr = env("MASTER_ADDR"); addr && !addr->empty()) {
@@ -124,8 +129,9 @@ Rendezvous from_slurm(const EnvLookup& env) {
     auto nodes = env("SLURM_JOB_NODELIST");
     if (!nodes) nodes = env("SLURM_NODELIST");
     if (!nodes || nodes->empty()) {
-      throw InputError("neither MASTER_ADDR nor SLURM_JOB_NODELIST is set: the ranks cannot find "
-                       "rank 0's host; export MASTER_ADDR in the job script");
+      throw InputError(
+          "neither MASTER_ADDR nor SLURM_JOB_NODELIST is set: the ranks cannot find "
+          "rank 0's host; export MASTER_ADDR in the job script");
     }
     r.master_addr = first_slurm_host(*nodes);
   }
@@ -134,7 +140,8 @@ Rendezvous from_slurm(const EnvLookup& env) {
   } else if (auto job = env("SLURM_JOB_ID")) {
     r.master_port = static_cast<int>(20000 + parse_int("SLURM_JOB_ID", *job) % 30000);
   } else {
-    throw InputError("neither MASTER_PORT nor SLURM_JOB_ID is set: export MASTER_PORT in the job script");
+    throw InputError(
+        "neither MASTER_PORT nor SLURM_JOB_ID is set: export MASTER_PORT in the job script");
   }
   return r;
 }
@@ -155,8 +162,8 @@ std::string first_slurm_host(const std::string& nodelist) {
   if (open == std::string::npos) return first;
   // "prefix[03-04,07]rest": the first number of the first range, then the rest the same way.
   const auto close = first.find(']', open);
-  std::string inside = first.substr(open + 1, close == std::string::npos ? std::string::npos
-                                                                          : close - open - 1);
+  std::string inside =
+      first.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
   inside = inside.substr(0, inside.find_first_of(",-"));
   const std::string rest = close == std::string::npos ? "" : first.substr(close + 1);
   return first.substr(0, open) + inside + first_slurm_host(rest);

@@ -1,12 +1,12 @@
 #include "core/optim/factory.h"
 
-#include <unordered_set>
-#include <utility>
-
 #include <fmt/format.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
+
+#include <unordered_set>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/optim/grad_clip.h"
@@ -26,8 +26,8 @@ std::string num(double x) { return fmt::format("{}", x); }
 void validate(const config::OptimConfig& c, double peak_lr) {
   std::vector<Diagnostic> problems;
   const std::string& n = c.name;
-  const bool known = n == "sgd" || n == "nesterov" || n == "adam" || n == "adamw" || n == "lars" ||
-                     n == "lamb";
+  const bool known =
+      n == "sgd" || n == "nesterov" || n == "adam" || n == "adamw" || n == "lars" || n == "lamb";
   if (!known) {
     problems.push_back(
         problem("optim.name", n, "must be one of sgd, nesterov, adam, adamw, lars, lamb"));
@@ -61,15 +61,14 @@ void validate(const config::OptimConfig& c, double peak_lr) {
   if (n == "adam" || n == "adamw" || n == "lamb") {
     for (int i = 0; i < 2; ++i) {
       if (!(c.betas[i] >= 0.0 && c.betas[i] < 1.0)) {
-        problems.push_back(problem(fmt::format("optim.betas[{}]", i), num(c.betas[i]),
-                                   "must be in [0, 1)"));
+        problems.push_back(
+            problem(fmt::format("optim.betas[{}]", i), num(c.betas[i]), "must be in [0, 1)"));
       }
     }
   }
   if (!(c.eps >= 0.0)) problems.push_back(problem("optim.eps", num(c.eps), "must be >= 0"));
   if (n == "lars" && !(c.trust_coefficient > 0.0)) {
-    problems.push_back(
-        problem("optim.trust_coefficient", num(c.trust_coefficient), "must be > 0"));
+    problems.push_back(problem("optim.trust_coefficient", num(c.trust_coefficient), "must be > 0"));
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));
 }
@@ -88,14 +87,18 @@ std::unique_ptr<torch::optim::OptimizerOptions> group_options(const config::Opti
                                                           .nesterov(n == "nesterov" || c.nesterov));
   }
   if (n == "adam") {
-    return std::make_unique<torch::optim::AdamOptions>(
-        torch::optim::AdamOptions(lr).betas(betas).eps(c.eps).weight_decay(weight_decay).amsgrad(
-            false));
+    return std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(lr)
+                                                           .betas(betas)
+                                                           .eps(c.eps)
+                                                           .weight_decay(weight_decay)
+                                                           .amsgrad(false));
   }
   if (n == "adamw") {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(lr).betas(betas).eps(c.eps).weight_decay(weight_decay).amsgrad(
-            false));
+    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(lr)
+                                                            .betas(betas)
+                                                            .eps(c.eps)
+                                                            .weight_decay(weight_decay)
+                                                            .amsgrad(false));
   }
   if (n == "lars") {
     return std::make_unique<LarsOptions>(LarsOptions(lr)

@@ -2,21 +2,21 @@
 //
 //   sgd       torch::optim::SGD, momentum (dampening 0); nesterov when optim.nesterov is set
 //   nesterov  torch::optim::SGD with Nesterov momentum
-//   adam      torch::optim::Adam, L2 weight decay (added to the gradient), betas/eps from the config
-//   adamw     torch::optim::AdamW, decoupled weight decay
-//   lars      batchlab::optim::Lars (lars.h)
-//   lamb      batchlab::optim::Lamb (lamb.h), clipping by global norm itself (optim.grad_clip)
+//   adam      torch::optim::Adam, L2 weight decay (added to the gradient), betas/eps from the
+//   config adamw     torch::optim::AdamW, decoupled weight decay lars      batchlab::optim::Lars
+//   (lars.h) lamb      batchlab::optim::Lamb (lamb.h), clipping by global norm itself
+//   (optim.grad_clip)
 // Parameter groups come from the ordered rules of param_groups.h; every group gets its FULL options
 // set explicitly (LibTorch 1.13's add_param_group copies missing options from the defaults, later
-// versions changed that, so nothing is left to it). A group's LR is the scheduled LR times its rule's
-// lr_scale, set through set_lr() before every step.
+// versions changed that, so nothing is left to it). A group's LR is the scheduled LR times its
+// rule's lr_scale, set through set_lr() before every step.
 #pragma once
+
+#include <torch/optim/optimizer.h>
 
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <torch/optim/optimizer.h>
 
 #include "core/config/experiment_config.h"
 #include "core/optim/param_groups.h"
@@ -28,7 +28,8 @@ class TrainingOptimizer {
   struct Group {
     std::string rule;  // the winning rule as written, "default" for the rest
     double weight_decay = 0.0;
-    bool adapt = false;  // trust-ratio adaptation in effect (always false for sgd/nesterov/adam/adamw)
+    bool adapt =
+        false;  // trust-ratio adaptation in effect (always false for sgd/nesterov/adam/adamw)
     double lr_scale = 1.0;
     std::vector<std::string> names;  // parameter names, in the order given to make_optimizer
   };
@@ -52,9 +53,10 @@ class TrainingOptimizer {
 
   const std::vector<Group>& groups() const { return groups_; }
 
-  // Trust ratio applied to each parameter in the last step, in the order of the NamedParameters given
-  // to make_optimizer: 0-dim float64 tensors (copies), undefined for optimizers without trust ratios,
-  // parameters not adapted, and parameters not stepped yet. Stacking them and reading once is one sync.
+  // Trust ratio applied to each parameter in the last step, in the order of the NamedParameters
+  // given to make_optimizer: 0-dim float64 tensors (copies), undefined for optimizers without trust
+  // ratios, parameters not adapted, and parameters not stepped yet. Stacking them and reading once
+  // is one sync.
   std::vector<at::Tensor> last_trust_ratios() const;
 
   // Global gradient norm before clipping in the last step (0-dim float64); undefined when no

@@ -24,9 +24,7 @@ namespace {
 typedef float VF __attribute__((vector_size(32)));
 typedef double VD __attribute__((vector_size(32)));
 inline VF vsqrt(VF x) { return reinterpret_cast<VF>(_mm256_sqrt_ps(reinterpret_cast<__m256>(x))); }
-inline VD vsqrt(VD x) {
-  return reinterpret_cast<VD>(_mm256_sqrt_pd(reinterpret_cast<__m256d>(x)));
-}
+inline VD vsqrt(VD x) { return reinterpret_cast<VD>(_mm256_sqrt_pd(reinterpret_cast<__m256d>(x))); }
 #include "core/optim/fused_kernels_impl.h"  // NOLINT(build/include): the loops, for AVX2
 }  // namespace
 
@@ -161,8 +159,8 @@ void lamb_fused(float* w, const float* g, float* m, float* v, int64_t n, const L
                 double step) {
   BATCHLAB_DISPATCH(lamb_fused, w, g, m, v, n, s, step);
 }
-void lamb_fused(double* w, const double* g, double* m, double* v, int64_t n,
-                const LambScalars& s, double step) {
+void lamb_fused(double* w, const double* g, double* m, double* v, int64_t n, const LambScalars& s,
+                double step) {
   BATCHLAB_DISPATCH(lamb_fused, w, g, m, v, n, s, step);
 }
 

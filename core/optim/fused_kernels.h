@@ -5,11 +5,12 @@
 // keeps all intermediates in registers. The callers (lars.cpp, lamb.cpp, grad_clip.cpp) split every
 // tensor into chunks (multi_tensor.h) and run these on the chunks in parallel.
 //
-// The loops use GCC/Clang vector extensions and are compiled twice: for AVX2 (picked at run time when
-// the CPU has it) and for the baseline instruction set. Both builds do the same IEEE operations in
-// the same order (neither may contract into FMA), so the result does not depend on which one runs. Norms are sums of squares accumulated per lane in the
-// array type and returned as double; callers add chunk results in a fixed order, so a norm does not
-// depend on the thread count either.
+// The loops use GCC/Clang vector extensions and are compiled twice: for AVX2 (picked at run time
+// when the CPU has it) and for the baseline instruction set. Both builds do the same IEEE
+// operations in the same order (neither may contract into FMA), so the result does not depend on
+// which one runs. Norms are sums of squares accumulated per lane in the array type and returned as
+// double; callers add chunk results in a fixed order, so a norm does not depend on the thread count
+// either.
 #pragma once
 
 #include <cstdint>
@@ -69,7 +70,8 @@ void lamb_moments(const float* g, float* m, float* v, const float* w, int64_t n,
 void lamb_moments(const double* g, double* m, double* v, const double* w, int64_t n,
                   const LambScalars& s, double out[2]);
 // Pass 2 of an adapted parameter: recomputes r from the new m, v and w -= step * r
-// (step = lr * trust ratio). Recomputing costs two reads instead of a write and a read of a stored r.
+// (step = lr * trust ratio). Recomputing costs two reads instead of a write and a read of a stored
+// r.
 void lamb_apply(float* w, const float* m, const float* v, int64_t n, const LambScalars& s,
                 double step);
 void lamb_apply(double* w, const double* m, const double* v, int64_t n, const LambScalars& s,

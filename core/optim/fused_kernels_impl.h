@@ -1,6 +1,6 @@
-// The loops of fused_kernels.h, written once and compiled once per instruction set: fused_kernels.cpp
-// includes this file (deliberately without include guard) inside a namespace per instruction set,
-// after defining there:
+// The loops of fused_kernels.h, written once and compiled once per instruction set:
+// fused_kernels.cpp includes this file (deliberately without include guard) inside a namespace per
+// instruction set, after defining there:
 //   VF, VD        float/double vectors (GCC vector extensions) of the set's register width
 //   vsqrt(VF/VD)  lane-wise IEEE square root
 // Every loop processes whole vectors and then one zero-padded partial vector, so the tail runs the
@@ -25,8 +25,8 @@ constexpr int64_t lanes() {
   return static_cast<int64_t>(sizeof(typename VecOf<T>::type) / sizeof(T));
 }
 
-// Loads k <= lanes() elements; missing lanes are zero. With k a compile-time constant after inlining
-// (the loop body) the memcpy becomes one unaligned vector load.
+// Loads k <= lanes() elements; missing lanes are zero. With k a compile-time constant after
+// inlining (the loop body) the memcpy becomes one unaligned vector load.
 template <class T>
 inline typename VecOf<T>::type load(const T* p, int64_t k) {
   typename VecOf<T>::type v = {};
@@ -153,8 +153,8 @@ inline typename VecOf<T>::type lamb_direction(const LambVec<T>& c, typename VecO
 }
 
 template <class T>
-void lamb_moments_impl(const T* g, T* m, T* v, const T* w, int64_t n,
-                       const kernels::LambScalars& s, double out[2]) {
+void lamb_moments_impl(const T* g, T* m, T* v, const T* w, int64_t n, const kernels::LambScalars& s,
+                       double out[2]) {
   using V = typename VecOf<T>::type;
   const LambVec<T> c(s);
   V acc_w = {};

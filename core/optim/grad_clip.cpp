@@ -1,8 +1,8 @@
 #include "core/optim/grad_clip.h"
 
-#include <cmath>
-
 #include <ATen/ATen.h>
+
+#include <cmath>
 
 #include "core/optim/fused_kernels.h"
 #include "core/optim/multi_tensor.h"

@@ -1,21 +1,21 @@
 // Global gradient-norm clipping (the norm of all gradients taken as one vector).
 //
-// Semantics of apex FusedLAMB and timm's Lamb (and used here for every optimizer, so grad_clip means
-// the same thing whatever optim.name is): with N the global norm and c = max(N / max_norm, 1), every
-// gradient is divided by c. Unlike torch::nn::utils::clip_grad_norm_, nothing is added to N and
-// nothing is read back to the host: on CPU tensors the norm is computed on the host anyway (one fused
-// pass), elsewhere it stays a device tensor and the division uses it as such.
+// Semantics of apex FusedLAMB and timm's Lamb (and used here for every optimizer, so grad_clip
+// means the same thing whatever optim.name is): with N the global norm and c = max(N / max_norm,
+// 1), every gradient is divided by c. Unlike torch::nn::utils::clip_grad_norm_, nothing is added to
+// N and nothing is read back to the host: on CPU tensors the norm is computed on the host anyway
+// (one fused pass), elsewhere it stays a device tensor and the division uses it as such.
 #pragma once
+
+#include <ATen/core/Tensor.h>
 
 #include <optional>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
-
 namespace batchlab::optim {
 
 struct GradNorm {
-  at::Tensor norm;             // 0-dim float64 on the gradients' device; undefined without gradients
+  at::Tensor norm;  // 0-dim float64 on the gradients' device; undefined without gradients
   std::optional<double> host;  // the same value when it was computed on the host (free to read)
 };
 

@@ -1,13 +1,13 @@
 #include "core/optim/lamb.h"
 
+#include <ATen/ATen.h>
+#include <c10/util/string_utils.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
-
-#include <ATen/ATen.h>
-#include <c10/util/string_utils.h>
-#include <fmt/format.h>
 
 #include "core/errors.h"
 #include "core/optim/fused_kernels.h"
@@ -139,8 +139,8 @@ void aten_step(const torch::Tensor& p, LambParamState& st, const LambOptions& o,
   if (adapted(o)) {
     const torch::Tensor w_norm = at::linalg_vector_norm(p);
     const torch::Tensor r_norm = at::linalg_vector_norm(update);
-    torch::Tensor ratio = at::where((w_norm > 0).logical_and(r_norm > 0), w_norm / r_norm,
-                                    at::ones_like(w_norm));
+    torch::Tensor ratio =
+        at::where((w_norm > 0).logical_and(r_norm > 0), w_norm / r_norm, at::ones_like(w_norm));
     if (o.trust_clip()) ratio = ratio.clamp_max(1.0);
     st.trust_ratio().copy_(ratio);
     update.mul_(ratio);
@@ -186,8 +186,9 @@ void second_chunk(const FusedItem& it, const detail::Chunk& ch) {
 }
 
 // Pass 1: moments of every tensor, with ||w||^2 and ||r||^2 of the adapted ones (the others are
-// updated completely, needing no norms); then the ratios; pass 2: w -= lr * ratio * r of the adapted
-// ones. Both passes run wave by wave (multi_tensor.h), so pass 2 reads m, v and w from cache.
+// updated completely, needing no norms); then the ratios; pass 2: w -= lr * ratio * r of the
+// adapted ones. Both passes run wave by wave (multi_tensor.h), so pass 2 reads m, v and w from
+// cache.
 void fused_step(std::vector<FusedItem>& items) {
   detail::TwoPassWork work;
   for (const FusedItem& it : items) {
@@ -225,12 +226,13 @@ void fused_step(std::vector<FusedItem>& items) {
 Lamb::Lamb(std::vector<torch::optim::OptimizerParamGroup> param_groups, LambOptions defaults)
     : torch::optim::Optimizer(std::move(param_groups), std::make_unique<LambOptions>(defaults)) {
   validate(defaults);
-  for (const auto& group : param_groups_) validate(static_cast<const LambOptions&>(group.options()));
+  for (const auto& group : param_groups_)
+    validate(static_cast<const LambOptions&>(group.options()));
 }
 
 Lamb::Lamb(std::vector<torch::Tensor> params, LambOptions defaults)
-    : Lamb(std::vector<torch::optim::OptimizerParamGroup>{
-               torch::optim::OptimizerParamGroup(std::move(params))},
+    : Lamb(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(
+               std::move(params))},
            std::move(defaults)) {}
 
 const LambParamState* Lamb::param_state(const torch::Tensor& param) const {

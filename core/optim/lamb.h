@@ -3,36 +3,37 @@
 //
 // Before the update, all gradients are clipped by their GLOBAL norm over every group (apex, timm):
 //   N = ||(g_1, ..., g_k)||,  c = max(N / max_grad_norm, 1),  g <- g / c     (max_grad_norm 0: off)
-// Then per parameter tensor w (group options lr, betas (b1, b2), eps, weight_decay wd), t = its step:
+// Then per parameter tensor w (group options lr, betas (b1, b2), eps, weight_decay wd), t = its
+// step:
 //   m = b1 * m + b3 * g            b3 = 1 - b1 with grad_averaging, else 1
 //   v = b2 * v + (1 - b2) * g^2
 //   bias_correction: m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t), else m_hat = m, v_hat = v
 //   r = m_hat / (sqrt(v_hat) + eps) + wd * w
 //   adapted = adapt || always_adapt
-//   ratio = ||w|| / ||r|| if adapted (1 when ||w|| = 0 or ||r|| = 0; trust_clip: min(ratio, 1)), else 1
-//   w -= lr * ratio * r
+//   ratio = ||w|| / ||r|| if adapted (1 when ||w|| = 0 or ||r|| = 0; trust_clip: min(ratio, 1)),
+//   else 1 w -= lr * ratio * r
 // (timm computes sqrt(v_hat) as sqrt(v) / sqrt(1 - b2^t); the same is done here.)
 //
 // Reference semantics: timm/optim/lamb.py (commit 9d8ccd2b). Differences, none of which changes a
-// trajectory: the step count is kept per parameter (timm keeps one per group; they agree whenever every
-// parameter of a group has a gradient each step), gradients are left unmodified (timm divides p.grad by
-// c in place), and whether a group is adapted is the per-group `adapt` flag set by the factory from the
-// parameter-group rules rather than timm's "weight_decay != 0".
+// trajectory: the step count is kept per parameter (timm keeps one per group; they agree whenever
+// every parameter of a group has a gradient each step), gradients are left unmodified (timm divides
+// p.grad by c in place), and whether a group is adapted is the per-group `adapt` flag set by the
+// factory from the parameter-group rules rather than timm's "weight_decay != 0".
 //
 // Speed: on contiguous float/double CPU tensors a step is three fused passes (multi_tensor.h): the
-// global gradient norm (reads g; skipped when clipping is off), one that reads g, m, v, w, writes m, v
-// and sums ||w||^2 and ||r||^2, and one that reads m, v, w and writes w: 11 array passes, against 22 for
-// LibTorch's AdamW. Non-adapted tensors need no norms and take a single pass. Other tensors take an
-// ATen-op path with the same arithmetic and no host synchronization.
+// global gradient norm (reads g; skipped when clipping is off), one that reads g, m, v, w, writes
+// m, v and sums ||w||^2 and ||r||^2, and one that reads m, v, w and writes w: 11 array passes,
+// against 22 for LibTorch's AdamW. Non-adapted tensors need no norms and take a single pass. Other
+// tensors take an ATen-op path with the same arithmetic and no host synchronization.
 #pragma once
-
-#include <cstdint>
-#include <tuple>
-#include <vector>
 
 #include <torch/optim/optimizer.h>
 #include <torch/optim/serialize.h>
 #include <torch/serialize/archive.h>
+
+#include <cstdint>
+#include <tuple>
+#include <vector>
 
 namespace batchlab::optim {
 
@@ -45,8 +46,8 @@ struct LambOptions : public torch::optim::OptimizerCloneableOptions<LambOptions>
   TORCH_ARG(double, weight_decay) = 0.0;
   TORCH_ARG(bool, bias_correction) = true;
   TORCH_ARG(bool, grad_averaging) = true;
-  // Global gradient-norm clipping threshold; 0 turns it off. Like timm, the value of the optimizer's
-  // defaults() applies to all groups at once (a global norm has no per-group meaning).
+  // Global gradient-norm clipping threshold; 0 turns it off. Like timm, the value of the
+  // optimizer's defaults() applies to all groups at once (a global norm has no per-group meaning).
   TORCH_ARG(double, max_grad_norm) = 1.0;
   TORCH_ARG(bool, trust_clip) = false;
   TORCH_ARG(bool, always_adapt) = false;

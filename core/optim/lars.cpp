@@ -1,12 +1,12 @@
 #include "core/optim/lars.h"
 
-#include <algorithm>
-#include <cmath>
-#include <memory>
-
 #include <ATen/ATen.h>
 #include <c10/util/string_utils.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
 
 #include "core/errors.h"
 #include "core/optim/fused_kernels.h"
@@ -165,8 +165,8 @@ void norms_chunk(const FusedItem& it, const detail::Chunk& ch, double* partial) 
                         static_cast<const T*>(it.g) + ch.begin, ch.end - ch.begin, partial);
 }
 
-// Pass 1: ||w||^2 and ||g||^2 of the adapted tensors; then their ratios; pass 2: the update of w and
-// buf. Both passes run wave by wave (multi_tensor.h), so pass 2 reads w and g from cache.
+// Pass 1: ||w||^2 and ||g||^2 of the adapted tensors; then their ratios; pass 2: the update of w
+// and buf. Both passes run wave by wave (multi_tensor.h), so pass 2 reads w and g from cache.
 void fused_step(std::vector<FusedItem>& items) {
   detail::TwoPassWork work;
   for (const FusedItem& it : items) {
@@ -205,12 +205,13 @@ void fused_step(std::vector<FusedItem>& items) {
 Lars::Lars(std::vector<torch::optim::OptimizerParamGroup> param_groups, LarsOptions defaults)
     : torch::optim::Optimizer(std::move(param_groups), std::make_unique<LarsOptions>(defaults)) {
   validate(defaults);
-  for (const auto& group : param_groups_) validate(static_cast<const LarsOptions&>(group.options()));
+  for (const auto& group : param_groups_)
+    validate(static_cast<const LarsOptions&>(group.options()));
 }
 
 Lars::Lars(std::vector<torch::Tensor> params, LarsOptions defaults)
-    : Lars(std::vector<torch::optim::OptimizerParamGroup>{
-               torch::optim::OptimizerParamGroup(std::move(params))},
+    : Lars(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(
+               std::move(params))},
            std::move(defaults)) {}
 
 const LarsParamState* Lars::param_state(const torch::Tensor& param) const {
@@ -241,11 +242,11 @@ torch::Tensor Lars::step(LossClosure closure) {
       }
       const torch::Tensor& g = p.grad();
       const torch::Tensor& buf = st.momentum_buffer();
-      const bool fusable = o.fused() && !g.is_sparse() &&
-                           (buf.defined() ? detail::fusable({&p, &g, &buf})
-                                          : detail::fusable({&p, &g})) &&
-                           (!adapted(o) || (st.trust_ratio().device().is_cpu() &&
-                                            st.trust_ratio().scalar_type() == at::kDouble));
+      const bool fusable =
+          o.fused() && !g.is_sparse() &&
+          (buf.defined() ? detail::fusable({&p, &g, &buf}) : detail::fusable({&p, &g})) &&
+          (!adapted(o) ||
+           (st.trust_ratio().device().is_cpu() && st.trust_ratio().scalar_type() == at::kDouble));
       if (!fusable) {
         aten_step(p, st, o);
         continue;

@@ -6,36 +6,40 @@
 //   adapted = adapt || always_adapt
 //   if adapted:
 //     ratio = eta * ||w|| / (||g|| + wd * ||w|| + eps),  ratio = 1 when ||w|| = 0 or ||g|| = 0
-//     trust_clip (LARC): ratio = min(ratio / lr, 1)   (the effective LR eta*||w||/... never exceeds lr)
+//     trust_clip (LARC): ratio = min(ratio / lr, 1)   (the effective LR eta*||w||/... never exceeds
+//     lr)
 //   else ratio = 1
 //   d = (g + wd * w) * ratio
-//   lr_in_momentum = false  (PyTorch SGD, timm Lars, apex LARC):   buf = mu * buf + d,       u = buf
+//   lr_in_momentum = false  (PyTorch SGD, timm Lars, apex LARC):   buf = mu * buf + d,       u =
+//   buf
 //                                                                  nesterov: u = d + mu * buf
 //                                                                  w -= lr * u
 //   lr_in_momentum = true   (LARS paper Alg. 1, MLPerf, apex FusedLARS): buf = mu * buf + lr * d,
-//                                                                  u = buf, nesterov: u = lr*d + mu*buf
-//                                                                  w -= u
+//                                                                  u = buf, nesterov: u = lr*d +
+//                                                                  mu*buf w -= u
 // The momentum buffer starts at zero, which makes the first step buf = d (resp. lr * d), exactly as
-// PyTorch's "buffer = clone(d)". The two forms agree while lr is constant; when lr changes, the paper
-// form keeps the momentum accumulated at the old rates (mu * lr_old * d_old) while the PyTorch form
-// rescales past momentum to the new rate (lr_new * mu * d_old).
+// PyTorch's "buffer = clone(d)". The two forms agree while lr is constant; when lr changes, the
+// paper form keeps the momentum accumulated at the old rates (mu * lr_old * d_old) while the
+// PyTorch form rescales past momentum to the new rate (lr_new * mu * d_old).
 //
-// Reference semantics: timm/optim/lars.py (commit 9d8ccd2b) for lr_in_momentum = false; its rule that
-// only groups with weight_decay != 0 (or always_adapt) are adapted is expressed here by the per-group
-// `adapt` flag, which the factory sets from the parameter-group rules (excluded parameters: false).
+// Reference semantics: timm/optim/lars.py (commit 9d8ccd2b) for lr_in_momentum = false; its rule
+// that only groups with weight_decay != 0 (or always_adapt) are adapted is expressed here by the
+// per-group `adapt` flag, which the factory sets from the parameter-group rules (excluded
+// parameters: false).
 //
-// Speed: on contiguous float/double CPU tensors a step is two fused passes (multi_tensor.h): one reads
-// w and g for both norms (adapted tensors only), one reads w, g, buf and writes buf, w: 7 array
-// passes where PyTorch's SGD with weight decay makes 11. Other tensors take an ATen-op path that does
-// the same arithmetic without reading anything back to the host. Gradients are not modified.
+// Speed: on contiguous float/double CPU tensors a step is two fused passes (multi_tensor.h): one
+// reads w and g for both norms (adapted tensors only), one reads w, g, buf and writes buf, w: 7
+// array passes where PyTorch's SGD with weight decay makes 11. Other tensors take an ATen-op path
+// that does the same arithmetic without reading anything back to the host. Gradients are not
+// modified.
 #pragma once
-
-#include <string>
-#include <vector>
 
 #include <torch/optim/optimizer.h>
 #include <torch/optim/serialize.h>
 #include <torch/serialize/archive.h>
+
+#include <string>
+#include <vector>
 
 namespace batchlab::optim {
 

@@ -1,10 +1,10 @@
 #include "core/optim/lr_schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "core/errors.h"
 
@@ -55,8 +55,8 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
   }
   const int lengths = int(s.epochs.has_value()) + int(s.steps.has_value()) + int(budgeted_);
   if (lengths != 1) {
-    problems.push_back(problem("schedule", "",
-                               "give exactly one run length: epochs, steps or budget"));
+    problems.push_back(
+        problem("schedule", "", "give exactly one run length: epochs, steps or budget"));
   }
   const int warmups = int(s.warmup_epochs.has_value()) + int(s.warmup_steps.has_value()) +
                       int(s.warmup_fraction.has_value());
@@ -65,8 +65,8 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
                                "give at most one of warmup_epochs, warmup_steps, warmup_fraction"));
   }
   if (s.warmup_fraction && (*s.warmup_fraction < 0.0 || *s.warmup_fraction > 1.0)) {
-    problems.push_back(problem("schedule.warmup_fraction", num(*s.warmup_fraction),
-                               "must be within [0, 1]"));
+    problems.push_back(
+        problem("schedule.warmup_fraction", num(*s.warmup_fraction), "must be within [0, 1]"));
   }
   if (s.warmup_epochs && *s.warmup_epochs < 0.0) {
     problems.push_back(problem("schedule.warmup_epochs", num(*s.warmup_epochs), "must be >= 0"));
@@ -102,8 +102,9 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
       problems.push_back(problem("schedule.budget", num(budget_s_), "must be a positive duration"));
     }
     if (s.warmup_epochs || s.warmup_steps) {
-      problems.push_back(problem(s.warmup_epochs ? "schedule.warmup_epochs" : "schedule.warmup_steps",
-                                 "", "a budgeted schedule warms up by warmup_fraction"));
+      problems.push_back(
+          problem(s.warmup_epochs ? "schedule.warmup_epochs" : "schedule.warmup_steps", "",
+                  "a budgeted schedule warms up by warmup_fraction"));
     }
     if (decay == "step") {
       problems.push_back(problem("schedule.decay", decay,
@@ -143,8 +144,8 @@ double LrSchedule::value_at(double x, double w, double t) const {
   }
   const std::string& decay = cfg_.decay;
   if (decay == "step") {
-    const auto reached = std::count_if(milestone_at_.begin(), milestone_at_.end(),
-                                       [x](double m) { return x >= m; });
+    const auto reached =
+        std::count_if(milestone_at_.begin(), milestone_at_.end(), [x](double m) { return x >= m; });
     return peak_ * std::pow(cfg_.gamma, static_cast<double>(reached));
   }
   const double p = t > w ? std::clamp((x - w) / (t - w), 0.0, 1.0) : 1.0;
@@ -157,7 +158,8 @@ double LrSchedule::value_at(double x, double w, double t) const {
 
 double LrSchedule::at_step(int64_t step) const {
   if (budgeted_) {
-    throw Error("LrSchedule::at_step: a budgeted schedule follows the training clock; use current()");
+    throw Error(
+        "LrSchedule::at_step: a budgeted schedule follows the training clock; use current()");
   }
   const double x = static_cast<double>(std::clamp<int64_t>(step, 0, total_steps_));
   return value_at(x, static_cast<double>(warmup_steps_), static_cast<double>(total_steps_));

@@ -1,20 +1,21 @@
 // Learning-rate scaling rule and schedule: the LR is a pure function of (step or progress, config),
 // set before every update, so a resumed run computes the same LR without replaying any history.
 //
-// Peak:    peak = base_lr * f(global_batch / base_batch), f = 1 (none), k (linear: Goyal et al. 2017),
+// Peak:    peak = base_lr * f(global_batch / base_batch), f = 1 (none), k (linear: Goyal et al.
+// 2017),
 //          sqrt(k) (sqrt: Krizhevsky 2014, Hoffer et al. 2017, the usual rule for Adam/LAMB).
 // Warmup:  linear from warmup_start * peak at step 0 to peak at step W (Goyal et al. 2017), then
 // Decay over the remaining steps, with p = (step - W) / (T - W) in [0, 1]:
 //          constant  peak
 //          linear    peak + (end_lr - peak) * p
-//          poly      end_lr + (peak - end_lr) * (1 - p)^power      (LARS/LAMB papers use power 2 / 1)
-//          cosine    end_lr + (peak - end_lr) * (1 + cos(pi p)) / 2   (Loshchilov & Hutter 2017)
+//          poly      end_lr + (peak - end_lr) * (1 - p)^power      (LARS/LAMB papers use power 2 /
+//          1) cosine    end_lr + (peak - end_lr) * (1 + cos(pi p)) / 2   (Loshchilov & Hutter 2017)
 //          step      peak * gamma^(number of milestones reached), milestones in epochs
-// Step s is the 0-based index of the update the LR is used for; the last update (s = T - 1) still has
-// p < 1 (as in Hugging Face's and timm's schedulers), and at_step(T) is exactly the end value.
+// Step s is the 0-based index of the update the LR is used for; the last update (s = T - 1) still
+// has p < 1 (as in Hugging Face's and timm's schedulers), and at_step(T) is exactly the end value.
 //
-// Budget mode (schedule.budget_s; Geiping & Goldstein 2022, "Cramming"): progress is the fraction of
-// the wall-clock training budget used, the same curve is evaluated at that fraction (T = 1), and
+// Budget mode (schedule.budget_s; Geiping & Goldstein 2022, "Cramming"): progress is the fraction
+// of the wall-clock training budget used, the same curve is evaluated at that fraction (T = 1), and
 // warmup is warmup_fraction of the progress. The trainer passes its training clock to current(); a
 // budgeted schedule has no step count, so step decay and step/epoch-based warmup are config errors.
 #pragma once
@@ -48,7 +49,8 @@ class LrSchedule {
   double at_progress(double fraction) const;
   // What the trainer calls before every update: at_step(step), or at_progress(elapsed / budget).
   double current(int64_t step, double train_elapsed_s) const;
-  // Fraction of the run done after `step` updates / `train_elapsed_s` seconds of training, in [0, 1].
+  // Fraction of the run done after `step` updates / `train_elapsed_s` seconds of training, in [0,
+  // 1].
   double progress(int64_t step, double train_elapsed_s) const;
   // True when the run is over: all steps taken, or the budget spent.
   bool finished(int64_t step, double train_elapsed_s) const;

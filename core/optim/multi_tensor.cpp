@@ -1,14 +1,14 @@
 #include "core/optim/multi_tensor.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>  // TMP
 #include <condition_variable>
+#include <cstdlib>  // TMP
 #include <exception>
 #include <memory>
 #include <mutex>
-
-#include <ATen/Parallel.h>
 
 namespace batchlab::optim::detail {
 

@@ -1,26 +1,27 @@
-// Multi-tensor plumbing for the fused optimizer steps (the CPU analogue of apex's multi_tensor_apply).
+// Multi-tensor plumbing for the fused optimizer steps (the CPU analogue of apex's
+// multi_tensor_apply).
 //
 // A step touches many tensors of very different sizes (ResNet-50: 161 tensors from 64 to 2.4M
 // elements). Launching one parallel loop per tensor would pay the fork/join cost hundreds of times
 // per pass and leave threads idle on the small ones, so tensors are cut into chunks of at most
 // kChunkElements and one parallel loop runs over the chunks of many tensors at once. Chunk
-// boundaries depend only on the tensor sizes, and per-chunk partial sums are added in chunk order, so
-// a norm is bitwise the same whatever the thread count.
+// boundaries depend only on the tensor sizes, and per-chunk partial sums are added in chunk order,
+// so a norm is bitwise the same whatever the thread count.
 //
 // LARS and LAMB need two passes per tensor (norms, then the update that uses them). Running the
 // first pass over ALL tensors and then the second would stream every array from DRAM twice. Instead
-// the tensors are taken in waves of about kWaveBytes: both passes run over one wave before the next,
-// so the second pass finds the arrays the first one read still in the last-level cache, and DRAM
-// sees each array about once (LARS: 5 array passes instead of 7; LAMB: 8 instead of 11).
+// the tensors are taken in waves of about kWaveBytes: both passes run over one wave before the
+// next, so the second pass finds the arrays the first one read still in the last-level cache, and
+// DRAM sees each array about once (LARS: 5 array passes instead of 7; LAMB: 8 instead of 11).
 #pragma once
+
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <utility>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 namespace batchlab::optim::detail {
 
@@ -63,11 +64,12 @@ struct TwoPassWork {
 };
 void run_two_pass(const TwoPassWork& work, int64_t wave_bytes = kWaveBytes);
 
-// Runs fn(begin, end) over sub-ranges of [0, count) on the intra-op threads (at::get_num_threads()).
-// With OpenMP enabled at compile time this is at::parallel_for. Without it, at::parallel_for
-// compiles to a plain serial loop in code outside libtorch (ATen's OpenMP backend is header-inline),
-// so the ranges are then fanned out over ATen's inter-op pool (at::launch) instead, with the calling
-// thread working too. Exceptions from fn are rethrown on the calling thread.
+// Runs fn(begin, end) over sub-ranges of [0, count) on the intra-op threads
+// (at::get_num_threads()). With OpenMP enabled at compile time this is at::parallel_for. Without
+// it, at::parallel_for compiles to a plain serial loop in code outside libtorch (ATen's OpenMP
+// backend is header-inline), so the ranges are then fanned out over ATen's inter-op pool
+// (at::launch) instead, with the calling thread working too. Exceptions from fn are rethrown on the
+// calling thread.
 void parallel_ranges(int64_t count, const std::function<void(int64_t, int64_t)>& fn);
 
 // True when the tensors can be handled as flat arrays by the fused CPU loops: all defined, on the

@@ -1,11 +1,11 @@
 #include "core/optim/param_groups.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "core/errors.h"
 

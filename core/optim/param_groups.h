@@ -1,23 +1,23 @@
 // Parameter groups from ordered name rules (DESIGN.md "Large-batch mechanics").
 //
-// The rules are, in order: every `[[optim.groups]]` rule, then every `optim.exclude` pattern, then an
-// implicit catch-all ("default"). Each parameter joins the group of the FIRST rule that matches it, so a
-// specific rule placed early overrides a broad one placed later. A rule is either
+// The rules are, in order: every `[[optim.groups]]` rule, then every `optim.exclude` pattern, then
+// an implicit catch-all ("default"). Each parameter joins the group of the FIRST rule that matches
+// it, so a specific rule placed early overrides a broad one placed later. A rule is either
 //   - a glob over the parameter's dotted name: `*` matches any run of characters (dots included),
 //     `?` exactly one character, everything else itself ("layer4.*.conv?.weight", "*.bias"), or
 //   - `ndim<N` (N a non-negative integer): every parameter with fewer than N dimensions. `ndim<2`
 //     catches biases and normalization scales/shifts, the parameters LARS/LAMB papers exclude.
 // Exclude rules give weight decay 0 and no trust-ratio adaptation (unless optim.always_adapt).
 // A user rule that ends up with no parameter is almost always a typo or a shadowed rule, so it is a
-// ConfigError naming the rule and a few parameter names; the default exclude ["ndim<2"] may be empty
-// (a model without biases or norms).
+// ConfigError naming the rule and a few parameter names; the default exclude ["ndim<2"] may be
+// empty (a model without biases or norms).
 #pragma once
+
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 #include "core/config/experiment_config.h"
 

@@ -40,7 +40,8 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
     (out.loss / k).backward();
     if (measure) {
       torch::NoGradGuard no_grad;
-      auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(out.loss.device()));
+      auto total =
+          torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(out.loss.device()));
       for (size_t i = 0; i < params->size(); ++i) {
         const auto& g = (*params)[i].tensor.grad();
         if (!g.defined()) continue;

@@ -23,9 +23,7 @@ namespace {
 constexpr char kMagic[8] = {'B', 'L', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr size_t kHeader = 8 + 8 + 32;
 
-torch::Tensor doubles(const std::vector<double>& v) {
-  return torch::tensor(v, torch::kFloat64);
-}
+torch::Tensor doubles(const std::vector<double>& v) { return torch::tensor(v, torch::kFloat64); }
 
 std::string file_name(int64_t step) { return fmt::format("ckpt-{:012d}.pt", step); }
 std::string rank_prefix(int64_t rank) { return fmt::format("rank{}-", rank); }
@@ -211,7 +209,8 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
     s.first_loss = dbl[3].item<double>();
     s.noise_g2 = dbl[4].item<double>();
     s.noise_trace = dbl[5].item<double>();
-    for (int64_t i = 0; i < reached.numel(); ++i) s.targets_reached.push_back(reached[i].item<int64_t>() != 0);
+    for (int64_t i = 0; i < reached.numel(); ++i)
+      s.targets_reached.push_back(reached[i].item<int64_t>() != 0);
     read_rng(archive, device_);
     return c;
   }
@@ -255,14 +254,16 @@ bool CheckpointStore::load_rank_state(const std::string& config_hash, int64_t st
   const std::string path = (fs::path(dir_) / rank_file_name(rank, step)).string();
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    warnings.push_back(fmt::format("{}: missing; rank {} continues with a fresh RNG stream", path, rank));
+    warnings.push_back(
+        fmt::format("{}: missing; rank {} continues with a fresh RNG stream", path, rank));
     return false;
   }
   std::string payload;
   try {
     payload = read_payload(path);
   } catch (const CheckpointError& e) {
-    warnings.push_back(fmt::format("{}; rank {} continues with a fresh RNG stream", e.what(), rank));
+    warnings.push_back(
+        fmt::format("{}; rank {} continues with a fresh RNG stream", e.what(), rank));
     return false;
   }
   torch::serialize::InputArchive archive;

@@ -1,10 +1,10 @@
 // Checkpoints: everything needed to continue a run as if it had never stopped.
 //
-// File layout: "BLCKPT01" (8 bytes), payload length (8 bytes, little-endian), SHA-256 of the payload
-// (32 bytes), payload (a LibTorch archive). Written to `NAME.tmp`, flushed, then renamed, so a crash
-// leaves either the old file or the new one, never half of one; the checksum catches what a rename
-// cannot (a truncated copy, a flipped bit). The two newest checkpoints are kept; when the newest is
-// unreadable the previous one is used, with a warning.
+// File layout: "BLCKPT01" (8 bytes), payload length (8 bytes, little-endian), SHA-256 of the
+// payload (32 bytes), payload (a LibTorch archive). Written to `NAME.tmp`, flushed, then renamed,
+// so a crash leaves either the old file or the new one, never half of one; the checksum catches
+// what a rename cannot (a truncated copy, a flipped bit). The two newest checkpoints are kept; when
+// the newest is unreadable the previous one is used, with a warning.
 //
 // Data-parallel runs: rank 0 writes the checkpoint (model and optimizer are identical on every
 // rank); every other rank r writes `rank<r>-<step>.pt` beside it with its own RNG states (its
@@ -25,14 +25,14 @@ namespace batchlab::train {
 
 // The trainer's own state beside model and optimizer.
 struct TrainerState {
-  int64_t step = 0;         // updates done
-  double train_s = 0.0;     // training clock
-  double eval_s = 0.0;      // evaluation time so far
+  int64_t step = 0;      // updates done
+  double train_s = 0.0;  // training clock
+  double eval_s = 0.0;   // evaluation time so far
   double checkpoint_s = 0.0;
   double first_loss = 0.0;  // divergence reference
   bool have_first_loss = false;
   std::vector<bool> targets_reached;
-  double noise_g2 = 0.0;    // noise-scale EMA state
+  double noise_g2 = 0.0;  // noise-scale EMA state
   double noise_trace = 0.0;
   int64_t noise_updates = 0;
   int64_t last_eval_step = -1;
@@ -59,7 +59,8 @@ class CheckpointStore {
 
   // Loads the newest readable checkpoint into model and optimizer and returns its contents;
   // nullopt when there is none. A checkpoint whose config hash differs from `expected_hash` is a
-  // CheckpointError. Unreadable newer files are skipped; their paths and reasons land in `warnings`.
+  // CheckpointError. Unreadable newer files are skipped; their paths and reasons land in
+  // `warnings`.
   std::optional<CheckpointContents> load_latest(const std::string& expected_hash,
                                                 torch::nn::Module& model,
                                                 torch::optim::Optimizer& optimizer,

@@ -49,11 +49,12 @@ void ConsoleReporter::step(const StepRecord& r) {
 }
 
 void ConsoleReporter::eval(const EvalRecord& r) {
-  fmt::print(out_,
-             "eval step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} "
-             "| gap loss {:+.4f} acc {:+.4f} | eval {:.1f}s\n",
-             r.step, r.epoch, r.train_loss, r.train_acc, r.test_loss, r.test_acc, r.gap_loss,
-             r.gap_acc, r.eval_s);
+  fmt::print(
+      out_,
+      "eval step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} "
+      "| gap loss {:+.4f} acc {:+.4f} | eval {:.1f}s\n",
+      r.step, r.epoch, r.train_loss, r.train_acc, r.test_loss, r.test_acc, r.gap_loss, r.gap_acc,
+      r.eval_s);
   std::fflush(out_);
 }
 

@@ -22,7 +22,8 @@ torch::Tensor seeded_permutation(uint64_t seed, int64_t n) {
 }  // namespace
 
 torch::Tensor epoch_permutation(int64_t data_seed, int64_t epoch, int64_t n) {
-  return seeded_permutation(mix_seed(static_cast<uint64_t>(data_seed), static_cast<uint64_t>(epoch)), n);
+  return seeded_permutation(
+      mix_seed(static_cast<uint64_t>(data_seed), static_cast<uint64_t>(epoch)), n);
 }
 
 torch::Tensor fixed_train_sample(int64_t data_seed, int64_t n, int64_t count) {
@@ -31,7 +32,8 @@ torch::Tensor fixed_train_sample(int64_t data_seed, int64_t n, int64_t count) {
   return std::get<0>(perm.slice(0, 0, std::min(count, n)).sort());
 }
 
-BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world, int64_t train_size) {
+BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world,
+                                  int64_t train_size) {
   BatchGeometry g;
   g.global = global;
   g.world = world;

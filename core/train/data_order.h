@@ -24,8 +24,8 @@ struct BatchGeometry {
   int64_t micro = 0;
   int64_t accum = 0;
   int64_t world = 1;
-  int64_t steps_per_epoch = 0;   // floor(train_size / global)
-  int64_t dropped_per_epoch = 0; // train_size - steps_per_epoch * global
+  int64_t steps_per_epoch = 0;    // floor(train_size / global)
+  int64_t dropped_per_epoch = 0;  // train_size - steps_per_epoch * global
 };
 
 // global = world x micro x accum; micro 0 means global / world. Throws InputError when the data

@@ -29,11 +29,11 @@ c10::Device resolve_device(const std::string& spec, int64_t local_rank) {
   int64_t index = local_rank;
   if (spec.size() > 5) index = std::stoll(spec.substr(5));  // "cuda:N"; syntax checked by config
   if (index < 0 || index >= available) {
-    throw InputError(fmt::format(
-        "train.device = {}: GPU {} does not exist ({} visible{}); {}", spec, index, available,
-        spec.size() > 5 ? "" : fmt::format(", local rank {}", local_rank),
-        spec.size() > 5 ? "pick an index below the device count"
-                        : "start at most one local rank per GPU"));
+    throw InputError(fmt::format("train.device = {}: GPU {} does not exist ({} visible{}); {}",
+                                 spec, index, available,
+                                 spec.size() > 5 ? "" : fmt::format(", local rank {}", local_rank),
+                                 spec.size() > 5 ? "pick an index below the device count"
+                                                 : "start at most one local rank per GPU"));
   }
   return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
 }

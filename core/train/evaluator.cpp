@@ -19,8 +19,8 @@ EvalMetrics evaluate(Task& task, Split split, const torch::Tensor& indices, int6
   int64_t items = 0;
   const int64_t n = indices.size(0);
   for (int64_t start = 0; start < n; start += chunk) {
-    auto batch = task.make_batch(split, indices.slice(0, start, std::min(n, start + chunk)),
-                                 std::nullopt);
+    auto batch =
+        task.make_batch(split, indices.slice(0, start, std::min(n, start + chunk)), std::nullopt);
     BatchOutput out;
     {
       AutocastGuard autocast(precision);
@@ -45,10 +45,11 @@ EvalMetrics evaluate(Task& task, Split split, const torch::Tensor& indices, int6
 
 EvalMetrics evaluate_sharded(Task& task, Split split, const torch::Tensor& indices, int64_t chunk,
                              const MixedPrecision& precision, DataParallel* dp) {
-  if (dp == nullptr || dp->world_size() == 1) return evaluate(task, split, indices, chunk, precision);
+  if (dp == nullptr || dp->world_size() == 1)
+    return evaluate(task, split, indices, chunk, precision);
   const int64_t n = indices.size(0), world = dp->world_size(), rank = dp->rank();
-  const auto local = evaluate(task, split, indices.slice(0, rank * n / world, (rank + 1) * n / world),
-                              chunk, precision);
+  const auto local = evaluate(
+      task, split, indices.slice(0, rank * n / world, (rank + 1) * n / world), chunk, precision);
   const auto items = static_cast<double>(local.items);
   auto sums = dp->all_reduce_sum(torch::tensor(
       std::vector<double>{local.loss * items, local.accuracy * items, items}, torch::kFloat64));
@@ -61,7 +62,8 @@ EvalMetrics evaluate_sharded(Task& task, Split split, const torch::Tensor& indic
   return m;
 }
 
-EvalMetrics evaluate_split(Task& task, Split split, int64_t chunk, const MixedPrecision& precision) {
+EvalMetrics evaluate_split(Task& task, Split split, int64_t chunk,
+                           const MixedPrecision& precision) {
   return evaluate(task, split, torch::arange(task.size(split), torch::kInt64), chunk, precision);
 }
 

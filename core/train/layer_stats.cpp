@@ -65,7 +65,8 @@ std::vector<LayerStatRecord> LayerStatsCollector::after_update(
     r.numel = params_[i].tensor.numel();
     r.weight_norm = a[0][j];
     r.grad_norm = a[1][j];
-    r.ratio = r.grad_norm > 0 ? r.weight_norm / r.grad_norm : std::numeric_limits<double>::infinity();
+    r.ratio =
+        r.grad_norm > 0 ? r.weight_norm / r.grad_norm : std::numeric_limits<double>::infinity();
     r.update_norm = a[2][j];
     if (has_trust[i]) r.trust_ratio = a[3][j];
     rows.push_back(std::move(r));

@@ -24,7 +24,8 @@ void average_buffers(torch::nn::Module& model, DataParallel& dp) {
   if (floats.empty()) return;
   // float64 [total]: all of them in one collective.
   std::vector<torch::Tensor> flat;
-  for (const auto& b : floats) flat.push_back(b.detach().to(torch::kCPU, torch::kFloat64).reshape({-1}));
+  for (const auto& b : floats)
+    flat.push_back(b.detach().to(torch::kCPU, torch::kFloat64).reshape({-1}));
   auto mean = dp.all_reduce_sum(torch::cat(flat)) / static_cast<double>(dp.world_size());
   int64_t offset = 0;
   for (auto& b : floats) {

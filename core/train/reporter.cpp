@@ -4,10 +4,14 @@ namespace batchlab::train {
 
 const char* to_string(RunStatus status) {
   switch (status) {
-    case RunStatus::done: return "done";
-    case RunStatus::diverged: return "diverged";
-    case RunStatus::failed: return "failed";
-    case RunStatus::preempted: return "preempted";
+    case RunStatus::done:
+      return "done";
+    case RunStatus::diverged:
+      return "diverged";
+    case RunStatus::failed:
+      return "failed";
+    case RunStatus::preempted:
+      return "preempted";
   }
   return "failed";
 }

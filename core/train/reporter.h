@@ -1,7 +1,8 @@
 // What the trainer reports, and the interface it reports through. The trainer never sees SQL: the
 // SQLite implementation lives outside core (cli/sqlite_reporter.h adapts it to results::Store), and
-// a console implementation prints progress. Step numbering: a step row's `step` is the 0-based index
-// of the optimizer update it describes; eval and milestone rows' `step` is the number of updates done.
+// a console implementation prints progress. Step numbering: a step row's `step` is the 0-based
+// index of the optimizer update it describes; eval and milestone rows' `step` is the number of
+// updates done.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +45,7 @@ struct EvalRecord {
   int64_t step = 0;
   double epoch = 0.0;
   int64_t samples = 0;
-  double wall_s = 0.0;  // training clock
+  double wall_s = 0.0;      // training clock
   double train_loss = 0.0;  // eval mode, fixed training sample
   double train_acc = 0.0;
   double test_loss = 0.0;
@@ -69,11 +70,11 @@ struct LayerStatRecord {
   int64_t step = 0;  // 0-based index of the update
   std::string layer;
   int64_t numel = 0;
-  double weight_norm = 0.0;  // ||w|| before the update
-  double grad_norm = 0.0;    // ||g|| of the accumulated gradient
-  double ratio = 0.0;        // ||w|| / ||g|| (infinite when ||g|| = 0)
+  double weight_norm = 0.0;           // ||w|| before the update
+  double grad_norm = 0.0;             // ||g|| of the accumulated gradient
+  double ratio = 0.0;                 // ||w|| / ||g|| (infinite when ||g|| = 0)
   std::optional<double> trust_ratio;  // what LARS/LAMB applied; none for other optimizers
-  double update_norm = 0.0;  // ||w_after - w_before||
+  double update_norm = 0.0;           // ||w_after - w_before||
 };
 
 struct NoiseRecord {
@@ -91,7 +92,7 @@ const char* to_string(RunStatus status);
 
 struct RunOutcome {
   RunStatus status = RunStatus::done;
-  std::string error;  // why, for every status but done
+  std::string error;      // why, for every status but done
   int64_t last_step = 0;  // updates done
   double train_s = 0.0;
 };

@@ -117,10 +117,10 @@ Trainer::StepAgreement Trainer::agree_on_step(const AccumulatedStep& acc,
   const bool stop = options_.stop_requested && options_.stop_requested->load();
   const bool checkpoint_due = is_root && options_.checkpoint_every_s > 0 &&
                               seconds_since(last_checkpoint_) >= options_.checkpoint_every_s;
-  auto sums = dp_->all_reduce_sum(torch::tensor(
-      std::vector<double>{a.loss, local_sq.defined() ? v[2] : 0.0, stop ? 1.0 : 0.0,
-                          is_root ? state_.train_s : 0.0, checkpoint_due ? 1.0 : 0.0},
-      torch::kFloat64));
+  auto sums = dp_->all_reduce_sum(
+      torch::tensor(std::vector<double>{a.loss, local_sq.defined() ? v[2] : 0.0, stop ? 1.0 : 0.0,
+                                        is_root ? state_.train_s : 0.0, checkpoint_due ? 1.0 : 0.0},
+                    torch::kFloat64));
   const auto* s = sums.data_ptr<double>();
   const auto world = static_cast<double>(batch_.world);
   // The mean of the ranks' means: every micro-batch weighs the same, as in accumulation (and as
@@ -159,8 +159,9 @@ bool Trainer::step_once(int64_t step) {
   hooks.precision = precision_;
   if (sync_) hooks.before_last_backward = [&] { sync_->arm(noise_ != nullptr); };
   std::vector<double> micro_sq;
-  const auto acc = accumulate_gradients(task_, micro, augment_seed, micro_noise ? &params_ : nullptr,
-                                        micro_noise ? &micro_sq : nullptr, &hooks);
+  const auto acc =
+      accumulate_gradients(task_, micro, augment_seed, micro_noise ? &params_ : nullptr,
+                           micro_noise ? &micro_sq : nullptr, &hooks);
   torch::Tensor local_sq;
   if (sync_) local_sq = sync_->finish();
   const auto agreed = agree_on_step(acc, global_grad_norm(params_), local_sq);
@@ -171,20 +172,23 @@ bool Trainer::step_once(int64_t step) {
   // ones. Loss and gradient norm are the same on every rank: all ranks stop together.
   std::string why;
   if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
-    why = fmt::format("non-finite {} at step {} (loss {}, grad norm {}); last finite loss {:.6g}; "
-                      "first non-finite gradient in {}",
-                      std::isfinite(loss) ? "gradient" : "loss", step, loss, grad_norm,
-                      last_loss_, first_nonfinite_parameter());
+    why = fmt::format(
+        "non-finite {} at step {} (loss {}, grad norm {}); last finite loss {:.6g}; "
+        "first non-finite gradient in {}",
+        std::isfinite(loss) ? "gradient" : "loss", step, loss, grad_norm, last_loss_,
+        first_nonfinite_parameter());
   } else if (state_.have_first_loss && options_.train.divergence > 0 &&
              loss > options_.train.divergence * state_.first_loss) {
-    why = fmt::format("loss {:.4g} at step {} exceeds train.divergence = {} x the first loss {:.4g}",
-                      loss, step, options_.train.divergence, state_.first_loss);
+    why =
+        fmt::format("loss {:.4g} at step {} exceeds train.divergence = {} x the first loss {:.4g}",
+                    loss, step, options_.train.divergence, state_.first_loss);
   }
   if (!state_.have_first_loss && std::isfinite(loss)) {
     state_.first_loss = loss;
     state_.have_first_loss = true;
   }
-  const bool log_layers = why.empty() && layer_stats_ && step % options_.train.layer_stats_every == 0;
+  const bool log_layers =
+      why.empty() && layer_stats_ && step % options_.train.layer_stats_every == 0;
   if (log_layers) layer_stats_->before_update();
   if (why.empty()) optimizer_->step();
   const double step_s = timer_->stop();
@@ -192,7 +196,8 @@ bool Trainer::step_once(int64_t step) {
   if (std::isfinite(loss)) last_loss_ = loss;
 
   // Per-layer rows and noise are measurements, not training: kept off the training clock.
-  if (log_layers) reporter_.layer_stats(layer_stats_->after_update(step, optimizer_->last_trust_ratios()));
+  if (log_layers)
+    reporter_.layer_stats(layer_stats_->after_update(step, optimizer_->last_trust_ratios()));
   if (noise_ && why.empty()) {
     const double big = grad_norm * grad_norm;
     // Data parallel: b_small = one rank's share of the batch, b_big = the whole global batch.
@@ -308,9 +313,9 @@ int64_t Trainer::resume() {
       !options_.checkpoints->load_rank_state(options_.run_id, loaded->state.step, options_.rank,
                                              warnings)) {
     // Not rank 0's stream (just loaded with the checkpoint): one of this rank's own.
-    torch::manual_seed(mix_seed(mix_seed(static_cast<uint64_t>(options_.train.seed),
-                                         static_cast<uint64_t>(options_.rank)),
-                                static_cast<uint64_t>(loaded->state.step)));
+    torch::manual_seed(mix_seed(
+        mix_seed(static_cast<uint64_t>(options_.train.seed), static_cast<uint64_t>(options_.rank)),
+        static_cast<uint64_t>(loaded->state.step)));
   }
   for (const auto& w : warnings) reporter_.note(w);
   if (!loaded) return 0;
@@ -336,15 +341,18 @@ RunOutcome Trainer::run() {
   synchronize_start();
   reporter_.run_started(geometry_);
   if (options_.train.noise_scale && !noise_) {
-    reporter_.note(fmt::format("gradient noise scale not measured: it needs accumulation >= 2 "
-                               "micro-batches per step, this run has {}", batch_.accum));
+    reporter_.note(
+        fmt::format("gradient noise scale not measured: it needs accumulation >= 2 "
+                    "micro-batches per step, this run has {}",
+                    batch_.accum));
   }
   task_.model().train();
 
   const int64_t total = schedule_->total_steps();  // 0 under a budget
   int64_t step = state_.step;
   // Tasks with loader threads start building the batches step_once will ask for.
-  task_.plan_batches({options_.data_seed, batch_, options_.rank, geometry_.train_size, step, total});
+  task_.plan_batches(
+      {options_.data_seed, batch_, options_.rank, geometry_.train_size, step, total});
   int64_t last_eval = state_.last_eval_step;
   const int64_t every = options_.train.checkpoint_every;
   while (schedule_->budgeted() ? !budget_spent() : step < total) {

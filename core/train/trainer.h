@@ -1,11 +1,11 @@
 // The common trainer: every job of every sweep runs through it, whatever the task.
 //
 // One update of step s: the learning rate is set from the schedule (a pure function of s, or of the
-// training clock under a wall-clock budget); the global batch (a slice of the epoch's permutation) is
-// processed as `accum` micro-batches whose losses are each divided by `accum` before backward, so the
-// accumulated gradient equals that of one global-batch pass; then the optimizer steps. Evaluation
-// (eval mode: a fixed training sample and the test split) runs every `train.eval_every` epochs and at
-// the end, outside the training clock.
+// training clock under a wall-clock budget); the global batch (a slice of the epoch's permutation)
+// is processed as `accum` micro-batches whose losses are each divided by `accum` before backward,
+// so the accumulated gradient equals that of one global-batch pass; then the optimizer steps.
+// Evaluation (eval mode: a fixed training sample and the test split) runs every `train.eval_every`
+// epochs and at the end, outside the training clock.
 //
 // Data parallel (options.data_parallel set): every rank runs a Trainer over its shard of each
 // global batch (data_order.h); the gradients are averaged across ranks by bucketed all-reduce
@@ -57,9 +57,9 @@ struct TrainerOptions {
   // Set from a signal handler to end the run at the next step boundary as `preempted` (after a
   // checkpoint when a checkpoint store is given).
   const std::atomic<bool>* stop_requested = nullptr;
-  std::string run_id;                             // stored in checkpoints; resume checks it
-  std::shared_ptr<CheckpointStore> checkpoints;   // null: no checkpoints
-  double checkpoint_every_s = 0.0;                // also checkpoint after this much wall time; 0 = off
+  std::string run_id;                            // stored in checkpoints; resume checks it
+  std::shared_ptr<CheckpointStore> checkpoints;  // null: no checkpoints
+  double checkpoint_every_s = 0.0;  // also checkpoint after this much wall time; 0 = off
   double noise_ema = 0.95;
 };
 
@@ -81,9 +81,9 @@ class Trainer {
  private:
   // Rank-wide facts of one step: every rank gets the same values.
   struct StepAgreement {
-    double loss = 0.0;            // mean over the global batch
-    double grad_norm = 0.0;       // of the averaged gradient
-    double local_sq_norm = 0.0;   // mean over ranks of |own accumulated gradient|^2 (world > 1)
+    double loss = 0.0;           // mean over the global batch
+    double grad_norm = 0.0;      // of the averaged gradient
+    double local_sq_norm = 0.0;  // mean over ranks of |own accumulated gradient|^2 (world > 1)
   };
 
   bool step_once(int64_t step);  // false when the run diverged at this step
@@ -101,8 +101,8 @@ class Trainer {
   TrainerOptions options_;
   Task& task_;
   Reporter& reporter_;
-  std::shared_ptr<DataParallel> dp_;     // null: one process
-  std::unique_ptr<GradientSync> sync_;   // with dp_
+  std::shared_ptr<DataParallel> dp_;    // null: one process
+  std::unique_ptr<GradientSync> sync_;  // with dp_
   c10::Device device_{c10::DeviceType::CPU};
   MixedPrecision precision_;
   std::unique_ptr<StepTimer> timer_;

@@ -43,7 +43,8 @@ struct BatchLoader::Job {
   std::mutex mutex;
   std::condition_variable cv;
   bool done = false;
-  int64_t error_position = -1;  // the lowest failing position, so the error does not depend on timing
+  int64_t error_position =
+      -1;  // the lowest failing position, so the error does not depend on timing
   std::exception_ptr error;
 };
 
@@ -54,7 +55,9 @@ struct BatchLoader::Worker {
 
 BatchLoader::BatchLoader(std::shared_ptr<const ImageSource> source, TransformSpec spec,
                          LoaderOptions options)
-    : source_(std::move(source)), spec_(spec), options_(options),
+    : source_(std::move(source)),
+      spec_(spec),
+      options_(options),
       sample_bytes_(3 * spec.image_size * spec.image_size) {
   if (options_.workers == 0) {
     inline_worker_ = std::make_unique<Worker>();
@@ -88,7 +91,8 @@ std::shared_ptr<BatchLoader::Job> BatchLoader::make_job(Split split, const torch
   job->indices.assign(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + n);
   job->seed = seed;
   const auto pinned = torch::TensorOptions().pinned_memory(options_.pin_memory);
-  job->images = torch::empty({n, 3, spec_.image_size, spec_.image_size}, pinned.dtype(torch::kUInt8));
+  job->images =
+      torch::empty({n, 3, spec_.image_size, spec_.image_size}, pinned.dtype(torch::kUInt8));
   job->labels = torch::empty({n}, pinned.dtype(torch::kInt64));
   job->image_data = job->images.data_ptr<uint8_t>();
   job->label_data = job->labels.data_ptr<int64_t>();
@@ -96,7 +100,8 @@ std::shared_ptr<BatchLoader::Job> BatchLoader::make_job(Split split, const torch
   const int64_t size = source_->size(split);
   for (int64_t i : job->indices) {
     if (i < 0 || i >= size) {
-      throw Error(fmt::format("image batch: index {} outside the {} samples of the split", i, size));
+      throw Error(
+          fmt::format("image batch: index {} outside the {} samples of the split", i, size));
     }
   }
   return job;
@@ -170,8 +175,9 @@ void BatchLoader::record_bad(Split split, int64_t index, const std::string& mess
     std::fprintf(stderr, "batchlab: skipping an unreadable image (data.skip_corrupt = true): %s\n",
                  message.c_str());
   } else if (printed_.size() == kPrintedSkips + 1) {
-    std::fprintf(stderr, "batchlab: more unreadable images are skipped; they are counted, not "
-                         "printed\n");
+    std::fprintf(stderr,
+                 "batchlab: more unreadable images are skipped; they are counted, not "
+                 "printed\n");
   }
 }
 
@@ -289,7 +295,8 @@ ImageBatch BatchLoader::load(Split split, const torch::Tensor& indices,
     job = take_planned(split, idx, seed);
     job ? ++hits_ : ++misses_;
   } else if (split == Split::test && test_ahead_) {
-    if (same_request(test_ahead_->split, test_ahead_->indices, test_ahead_->seed, split, idx, seed)) {
+    if (same_request(test_ahead_->split, test_ahead_->indices, test_ahead_->seed, split, idx,
+                     seed)) {
       job = test_ahead_;
     } else {
       test_ahead_->cancelled = true;

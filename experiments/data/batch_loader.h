@@ -15,10 +15,10 @@
 // on the thread that builds it or the number of workers.
 //
 // Unreadable images: with skip_corrupt = false the DataError naming the file reaches the caller of
-// load() for the batch that contains it. With skip_corrupt = true the sample is replaced by the next
-// readable one of the split (index + 1, + 2, ...; same augmentation seed, the replacement's label),
-// the first failures are printed to stderr with their path, and every distinct unreadable sample is
-// counted (skipped_count(), skipped_messages()).
+// load() for the batch that contains it. With skip_corrupt = true the sample is replaced by the
+// next readable one of the split (index + 1, + 2, ...; same augmentation seed, the replacement's
+// label), the first failures are printed to stderr with their path, and every distinct unreadable
+// sample is counted (skipped_count(), skipped_messages()).
 #pragma once
 
 #include <atomic>
@@ -42,7 +42,7 @@ struct LoaderOptions {
   int64_t workers = 0;   // loader threads; 0 = build on the calling thread
   int64_t prefetch = 4;  // training micro-batches kept queued ahead
   bool skip_corrupt = false;
-  bool augment = true;   // training requests with a seed get the random transform; else eval's
+  bool augment = true;      // training requests with a seed get the random transform; else eval's
   bool pin_memory = false;  // batches in page-locked memory (CUDA builds, for async copies)
 };
 

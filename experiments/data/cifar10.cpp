@@ -23,8 +23,8 @@ std::vector<std::string> read_class_names(const fs::path& path) {
     if (!line.empty()) names.push_back(line);
   }
   if (names.size() != 10) {
-    throw DataError(fmt::format("{}: {} class names, CIFAR-10 has 10 (one per line)",
-                                path.string(), names.size()));
+    throw DataError(fmt::format("{}: {} class names, CIFAR-10 has 10 (one per line)", path.string(),
+                                names.size()));
   }
   return names;
 }
@@ -32,26 +32,28 @@ std::vector<std::string> read_class_names(const fs::path& path) {
 }  // namespace
 
 const std::vector<std::string>& cifar10_class_names() {
-  static const std::vector<std::string> names = {"airplane", "automobile", "bird", "cat", "deer",
-                                                 "dog",      "frog",       "horse", "ship", "truck"};
+  static const std::vector<std::string> names = {
+      "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
   return names;
 }
 
 void read_cifar10_file(const std::string& path, std::vector<torch::Tensor>& images,
                        std::vector<torch::Tensor>& labels) {
   if (!fs::is_regular_file(path)) {
-    throw DataError(fmt::format("{}: missing; data.path must be the extracted cifar-10-batches-bin "
-                                "directory (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)",
-                                path));
+    throw DataError(
+        fmt::format("{}: missing; data.path must be the extracted cifar-10-batches-bin "
+                    "directory (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)",
+                    path));
   }
   std::vector<uint8_t> bytes;
   read_file_bytes(path, bytes);
   const auto size = static_cast<int64_t>(bytes.size());
   const int64_t records = size / kCifarRecordBytes;
   if (size == 0 || size % kCifarRecordBytes != 0) {
-    throw DataError(fmt::format("{}: truncated: {} bytes is not a whole number of {}-byte records; "
-                                "record {} has only {} of its bytes",
-                                path, size, kCifarRecordBytes, records, size % kCifarRecordBytes));
+    throw DataError(
+        fmt::format("{}: truncated: {} bytes is not a whole number of {}-byte records; "
+                    "record {} has only {} of its bytes",
+                    path, size, kCifarRecordBytes, records, size % kCifarRecordBytes));
   }
   auto image = torch::empty({records, 3, kCifarSide, kCifarSide}, torch::kUInt8);
   auto label = torch::empty({records}, torch::kInt64);

@@ -70,7 +70,8 @@ bool is_jpeg_name(const std::string& filename) {
   const auto dot = filename.rfind('.');
   if (dot == std::string::npos) return false;
   std::string ext = filename.substr(dot + 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return ext == "jpeg" || ext == "jpg";
 }
 
@@ -87,7 +88,8 @@ ImageFolderIndex scan_image_folder(const std::string& root) {
   index.root = root;
   index.classes = sorted_subdirectories(train_dir);
   if (index.classes.empty()) {
-    throw InputError(fmt::format("{}: no class folders (train/<class>/*.JPEG)", train_dir.string()));
+    throw InputError(
+        fmt::format("{}: no class folders (train/<class>/*.JPEG)", train_dir.string()));
   }
   index.train = scan_split(train_dir, index.classes);
   if (index.train.files.empty()) {

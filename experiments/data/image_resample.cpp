@@ -23,8 +23,8 @@ typedef int32_t Int4 __attribute__((vector_size(16)));
 
 // Where the horizontal pass writes output pixel x of row y.
 template <bool Chw>
-inline void store_pixel(uint8_t* out, int64_t out_w, int64_t plane, int64_t y, int64_t x,
-                        int32_t r, int32_t g, int32_t b) {
+inline void store_pixel(uint8_t* out, int64_t out_w, int64_t plane, int64_t y, int64_t x, int32_t r,
+                        int32_t g, int32_t b) {
   if constexpr (Chw) {
     uint8_t* o = out + y * out_w + x;
     o[0] = static_cast<uint8_t>(r);
@@ -42,9 +42,9 @@ inline void store_pixel(uint8_t* out, int64_t out_w, int64_t plane, int64_t y, i
 // columns the horizontal pass reads. Plain loops the compiler vectorizes (SSE2, or AVX2 when
 // inlined into the AVX2 entry point); the same operations in the same order either way, so both
 // paths give identical bytes.
-__attribute__((always_inline)) inline void vertical_pass(const ImageView& src, const ResampleFilter& fy,
-                                                         int64_t y, int64_t col_lo, int64_t span,
-                                                         float* row) {
+__attribute__((always_inline)) inline void vertical_pass(const ImageView& src,
+                                                         const ResampleFilter& fy, int64_t y,
+                                                         int64_t col_lo, int64_t span, float* row) {
   const float* w = fy.weights.data() + y * fy.taps;
   const int64_t first = fy.start[static_cast<size_t>(y)];
   const uint8_t* s0 = src.pixels + first * src.stride + col_lo * 3;
@@ -85,9 +85,10 @@ void horizontal_pass(const float* row, const ResampleFilter& fx, int64_t col_lo,
 // The same arithmetic two pixels per 8-lane vector (separate multiply and add, no FMA, so the
 // result is bit-identical to the portable pass).
 template <int K, bool Chw>
-__attribute__((target("avx2"))) void horizontal_pass_avx2(const float* row, const ResampleFilter& fx,
-                                                           int64_t col_lo, int64_t y, int64_t out_w,
-                                                           int64_t plane, uint8_t* out) {
+__attribute__((target("avx2"))) void horizontal_pass_avx2(const float* row,
+                                                          const ResampleFilter& fx, int64_t col_lo,
+                                                          int64_t y, int64_t out_w, int64_t plane,
+                                                          uint8_t* out) {
   const int64_t taps = K > 0 ? K : fx.taps;
   const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
   int64_t x = 0;
@@ -100,8 +101,8 @@ __attribute__((target("avx2"))) void horizontal_pass_avx2(const float* row, cons
     for (int64_t k = 0; k < taps; ++k) {
       const __m256 v = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p0 + 3 * k)),
                                             _mm_loadu_ps(p1 + 3 * k), 1);
-      const __m256 wk = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(w0[k])),
-                                             _mm_set1_ps(w1[k]), 1);
+      const __m256 wk =
+          _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(w0[k])), _mm_set1_ps(w1[k]), 1);
       acc = _mm256_add_ps(acc, _mm256_mul_ps(wk, v));
     }
     acc = _mm256_min_ps(_mm256_max_ps(acc, zero), top);
@@ -115,7 +116,8 @@ __attribute__((target("avx2"))) void horizontal_pass_avx2(const float* row, cons
     const float* w = fx.weights.data() + x * taps;
     const float* p = row + (fx.start[static_cast<size_t>(x)] - col_lo) * 3;
     __m128 acc = _mm_set1_ps(0.5f);
-    for (int64_t k = 0; k < taps; ++k) acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(w[k]), _mm_loadu_ps(p + 3 * k)));
+    for (int64_t k = 0; k < taps; ++k)
+      acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(w[k]), _mm_loadu_ps(p + 3 * k)));
     acc = _mm_min_ps(_mm_max_ps(acc, _mm_setzero_ps()), _mm_set1_ps(255.0f));
     alignas(16) int32_t q[4];
     _mm_store_si128(reinterpret_cast<__m128i*>(q), _mm_cvttps_epi32(acc));
@@ -132,15 +134,24 @@ using HorizontalPass = void (*)(const float*, const ResampleFilter&, int64_t, in
 template <bool Chw>
 HorizontalPass pick_portable(int64_t taps) {
   switch (taps) {
-    case 1: return horizontal_pass<1, Chw>;
-    case 2: return horizontal_pass<2, Chw>;
-    case 3: return horizontal_pass<3, Chw>;
-    case 4: return horizontal_pass<4, Chw>;
-    case 5: return horizontal_pass<5, Chw>;
-    case 6: return horizontal_pass<6, Chw>;
-    case 7: return horizontal_pass<7, Chw>;
-    case 8: return horizontal_pass<8, Chw>;
-    default: return horizontal_pass<0, Chw>;
+    case 1:
+      return horizontal_pass<1, Chw>;
+    case 2:
+      return horizontal_pass<2, Chw>;
+    case 3:
+      return horizontal_pass<3, Chw>;
+    case 4:
+      return horizontal_pass<4, Chw>;
+    case 5:
+      return horizontal_pass<5, Chw>;
+    case 6:
+      return horizontal_pass<6, Chw>;
+    case 7:
+      return horizontal_pass<7, Chw>;
+    case 8:
+      return horizontal_pass<8, Chw>;
+    default:
+      return horizontal_pass<0, Chw>;
   }
 }
 
@@ -148,15 +159,24 @@ HorizontalPass pick_portable(int64_t taps) {
 template <bool Chw>
 HorizontalPass pick_avx2(int64_t taps) {
   switch (taps) {
-    case 1: return horizontal_pass_avx2<1, Chw>;
-    case 2: return horizontal_pass_avx2<2, Chw>;
-    case 3: return horizontal_pass_avx2<3, Chw>;
-    case 4: return horizontal_pass_avx2<4, Chw>;
-    case 5: return horizontal_pass_avx2<5, Chw>;
-    case 6: return horizontal_pass_avx2<6, Chw>;
-    case 7: return horizontal_pass_avx2<7, Chw>;
-    case 8: return horizontal_pass_avx2<8, Chw>;
-    default: return horizontal_pass_avx2<0, Chw>;
+    case 1:
+      return horizontal_pass_avx2<1, Chw>;
+    case 2:
+      return horizontal_pass_avx2<2, Chw>;
+    case 3:
+      return horizontal_pass_avx2<3, Chw>;
+    case 4:
+      return horizontal_pass_avx2<4, Chw>;
+    case 5:
+      return horizontal_pass_avx2<5, Chw>;
+    case 6:
+      return horizontal_pass_avx2<6, Chw>;
+    case 7:
+      return horizontal_pass_avx2<7, Chw>;
+    case 8:
+      return horizontal_pass_avx2<8, Chw>;
+    default:
+      return horizontal_pass_avx2<0, Chw>;
   }
 }
 
@@ -193,7 +213,8 @@ void build_resample_filter(double offset, double length, int64_t count, int64_t 
   // factor when shrinking (antialiasing). An open interval of width 2 * support holds at most
   // ceil(2 * support) pixel centers with a non-zero weight.
   const double support = std::max(1.0, scale);
-  const int64_t taps = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(2.0 * support)), 1, limit);
+  const int64_t taps =
+      std::clamp<int64_t>(static_cast<int64_t>(std::ceil(2.0 * support)), 1, limit);
   filter.taps = taps;
   filter.start.resize(static_cast<size_t>(count));
   filter.weights.assign(static_cast<size_t>(count * taps), 0.0f);

@@ -51,8 +51,12 @@ class SubsetSource : public ImageSource {
     std::unique_ptr<ImageReader> inner_;
   };
 
-  const std::vector<int64_t>& map(Split split) const { return split == Split::train ? train_ : test_; }
-  int64_t to_inner(Split split, int64_t index) const { return map(split).at(static_cast<size_t>(index)); }
+  const std::vector<int64_t>& map(Split split) const {
+    return split == Split::train ? train_ : test_;
+  }
+  int64_t to_inner(Split split, int64_t index) const {
+    return map(split).at(static_cast<size_t>(index));
+  }
 
   std::shared_ptr<const ImageSource> inner_;
   std::vector<int64_t> train_;
@@ -61,15 +65,18 @@ class SubsetSource : public ImageSource {
 
 std::vector<int64_t> spread_subset(int64_t n, int64_t count, const std::string& key,
                                    const std::string& split) {
-  if (count < 0) throw InputError(fmt::format("{} = {}: must be >= 0 (0 = the whole split)", key, count));
+  if (count < 0)
+    throw InputError(fmt::format("{} = {}: must be >= 0 (0 = the whole split)", key, count));
   if (count > n) {
-    throw InputError(fmt::format("{} = {}: larger than the {} {} images (0 = all)", key, count, n, split));
+    throw InputError(
+        fmt::format("{} = {}: larger than the {} {} images (0 = all)", key, count, n, split));
   }
   std::vector<int64_t> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     // floor(i * n / count): strictly increasing, first 0, last < n.
-    out[static_cast<size_t>(i)] = static_cast<int64_t>(
-        (static_cast<unsigned __int128>(i) * static_cast<uint64_t>(n)) / static_cast<uint64_t>(count));
+    out[static_cast<size_t>(i)] =
+        static_cast<int64_t>((static_cast<unsigned __int128>(i) * static_cast<uint64_t>(n)) /
+                             static_cast<uint64_t>(count));
   }
   return out;
 }
@@ -86,7 +93,8 @@ void load_sample(ImageReader& reader, Split split, int64_t index, const Transfor
   const double sx = static_cast<double>(view.width) / static_cast<double>(full.width);
   const double sy = static_cast<double>(view.height) / static_cast<double>(full.height);
   const CropBox box{t.box.x * sx, t.box.y * sy, t.box.width * sx, t.box.height * sy};
-  resample_crop(view, box, spec.image_size, spec.image_size, t.flip, PixelLayout::chw, out, scratch);
+  resample_crop(view, box, spec.image_size, spec.image_size, t.flip, PixelLayout::chw, out,
+                scratch);
 }
 
 std::shared_ptr<const ImageSource> limit_image_source(std::shared_ptr<const ImageSource> source,

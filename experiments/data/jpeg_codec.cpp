@@ -46,7 +46,9 @@ DctScale choose_dct_scale(double crop_w, double crop_h, int64_t out_w, int64_t o
 }
 
 JpegDecoder::JpegDecoder() : handle_(tjInitDecompress()) {
-  if (!handle_) throw Error(fmt::format("TurboJPEG: cannot create a decompressor: {}", tjGetErrorStr2(nullptr)));
+  if (!handle_)
+    throw Error(
+        fmt::format("TurboJPEG: cannot create a decompressor: {}", tjGetErrorStr2(nullptr)));
 }
 
 JpegDecoder::~JpegDecoder() { tjDestroy(static_cast<tjhandle>(handle_)); }
@@ -56,7 +58,9 @@ void JpegDecoder::reset() {
   // then reports a 0x0 image): start over with a fresh handle.
   tjDestroy(static_cast<tjhandle>(handle_));
   handle_ = tjInitDecompress();
-  if (!handle_) throw Error(fmt::format("TurboJPEG: cannot create a decompressor: {}", tjGetErrorStr2(nullptr)));
+  if (!handle_)
+    throw Error(
+        fmt::format("TurboJPEG: cannot create a decompressor: {}", tjGetErrorStr2(nullptr)));
 }
 
 JpegHeader JpegDecoder::read_header(const uint8_t* data, size_t size, const std::string& name) {
@@ -70,7 +74,8 @@ JpegHeader JpegDecoder::read_header(const uint8_t* data, size_t size, const std:
   }
   if (width <= 0 || height <= 0) {
     reset();
-    throw DataError(fmt::format("{}: JPEG header gives an empty image ({}x{})", name, width, height));
+    throw DataError(
+        fmt::format("{}: JPEG header gives an empty image ({}x{})", name, width, height));
   }
   colorspace_ = colorspace;
   return {width, height};
@@ -86,9 +91,9 @@ ImageView JpegDecoder::decode(const uint8_t* data, size_t size, DctScale scale,
   const int64_t channels = cmyk ? 4 : 3;
   std::vector<uint8_t>& target = cmyk ? cmyk_ : pixels_;
   target.resize(static_cast<size_t>(w * hh * channels));
-  const int rc = tjDecompress2(h, data, static_cast<unsigned long>(size), target.data(),
-                               static_cast<int>(w), static_cast<int>(w * channels),
-                               static_cast<int>(hh), pixel_format, 0);
+  const int rc =
+      tjDecompress2(h, data, static_cast<unsigned long>(size), target.data(), static_cast<int>(w),
+                    static_cast<int>(w * channels), static_cast<int>(hh), pixel_format, 0);
   if (rc != 0) {
     const std::string message = tjGetErrorStr2(h);
     if (tjGetErrorCode(h) == TJERR_FATAL || is_truncation_warning(message)) {
@@ -104,7 +109,8 @@ ImageView JpegDecoder::decode(const uint8_t* data, size_t size, DctScale scale,
 }
 
 JpegEncoder::JpegEncoder() : handle_(tjInitCompress()) {
-  if (!handle_) throw Error(fmt::format("TurboJPEG: cannot create a compressor: {}", tjGetErrorStr2(nullptr)));
+  if (!handle_)
+    throw Error(fmt::format("TurboJPEG: cannot create a compressor: {}", tjGetErrorStr2(nullptr)));
 }
 
 JpegEncoder::~JpegEncoder() { tjDestroy(static_cast<tjhandle>(handle_)); }
@@ -113,13 +119,13 @@ std::vector<uint8_t> JpegEncoder::encode(const ImageView& image, int quality) {
   auto* h = static_cast<tjhandle>(handle_);
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
-  const int rc = tjCompress2(h, image.pixels, static_cast<int>(image.width),
-                             static_cast<int>(image.stride), static_cast<int>(image.height),
-                             TJPF_RGB, &buffer, &size, TJSAMP_420, quality, 0);
+  const int rc =
+      tjCompress2(h, image.pixels, static_cast<int>(image.width), static_cast<int>(image.stride),
+                  static_cast<int>(image.height), TJPF_RGB, &buffer, &size, TJSAMP_420, quality, 0);
   std::unique_ptr<unsigned char, void (*)(unsigned char*)> owned(buffer, tjFree);
   if (rc != 0) {
-    throw Error(fmt::format("TurboJPEG: cannot encode a {}x{} image: {}", image.width,
-                            image.height, tjGetErrorStr2(h)));
+    throw Error(fmt::format("TurboJPEG: cannot encode a {}x{} image: {}", image.width, image.height,
+                            tjGetErrorStr2(h)));
   }
   return std::vector<uint8_t>(buffer, buffer + size);
 }

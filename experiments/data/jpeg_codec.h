@@ -1,7 +1,8 @@
 // JPEG decoding and encoding with libjpeg-turbo's TurboJPEG API. Decoding reads the header first
 // so the caller can choose a DCT-domain scaling factor (1, 1/2, 1/4 or 1/8: the factors with SIMD
 // inverse DCTs; the others are slower than a full-size decode) from the crop it will take; the
-// IDCT then produces the smaller image directly, which is both faster and an antialiasing prefilter.
+// IDCT then produces the smaller image directly, which is both faster and an antialiasing
+// prefilter.
 //
 // One JpegDecoder per thread (a TurboJPEG handle is not thread-safe); its pixel buffer is reused
 // across images, so steady-state decoding allocates nothing.
@@ -46,8 +47,8 @@ class JpegDecoder {
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
-  // Reads the header of `size` bytes at `data`. `name` (a path, or shard and offset) only appears in
-  // error messages. Throws DataError naming it when the bytes are not a readable JPEG.
+  // Reads the header of `size` bytes at `data`. `name` (a path, or shard and offset) only appears
+  // in error messages. Throws DataError naming it when the bytes are not a readable JPEG.
   JpegHeader read_header(const uint8_t* data, size_t size, const std::string& name);
 
   // Decodes to RGB at `scale`; the view stays valid until the next decode. Throws DataError naming

@@ -63,8 +63,10 @@ class ByteReader {
  private:
   void need(size_t n) {
     if (pos_ + n > end_) {
-      throw DataError(fmt::format("{}: truncated pack index (needs more than its {} bytes); "
-                                  "re-run `batchlab data pack`", path_, bytes_.size()));
+      throw DataError(
+          fmt::format("{}: truncated pack index (needs more than its {} bytes); "
+                      "re-run `batchlab data pack`",
+                      path_, bytes_.size()));
     }
   }
   uint64_t get(int n) {
@@ -107,10 +109,11 @@ std::vector<PackedSample> read_samples(ByteReader& r, const PackIndex& index,
     s.label = r.u32();
     if (s.shard >= index.shards.size() || s.label >= index.classes.size() ||
         s.offset + s.length > index.shards[s.shard].bytes) {
-      throw DataError(fmt::format("{}: {} sample {} refers to shard {}, bytes [{}, {}) and label {}, "
-                                  "outside the {} shards / {} classes it lists",
-                                  path, split, i, s.shard, s.offset, s.offset + s.length, s.label,
-                                  index.shards.size(), index.classes.size()));
+      throw DataError(
+          fmt::format("{}: {} sample {} refers to shard {}, bytes [{}, {}) and label {}, "
+                      "outside the {} shards / {} classes it lists",
+                      path, split, i, s.shard, s.offset, s.offset + s.length, s.label,
+                      index.shards.size(), index.classes.size()));
     }
     out.push_back(s);
   }
@@ -187,8 +190,10 @@ PackIndex read_pack_index(const std::string& dir) {
   ByteReader r(bytes, body, path);
   r.expect_magic();
   if (crc32_of(bytes.data(), body) != stored) {
-    throw DataError(fmt::format("{}: checksum mismatch (the index is damaged or truncated); "
-                                "re-run `batchlab data pack`", path));
+    throw DataError(
+        fmt::format("{}: checksum mismatch (the index is damaged or truncated); "
+                    "re-run `batchlab data pack`",
+                    path));
   }
   PackIndex index;
   const uint32_t format = r.u32();
@@ -212,8 +217,8 @@ PackIndex read_pack_index(const std::string& dir) {
   index.train = read_samples(r, index, path, "train");
   index.val = read_samples(r, index, path, "val");
   if (r.position() != body) {
-    throw DataError(fmt::format("{}: {} unexpected bytes after the sample tables", path,
-                                body - r.position()));
+    throw DataError(
+        fmt::format("{}: {} unexpected bytes after the sample tables", path, body - r.position()));
   }
   return index;
 }

@@ -1,7 +1,8 @@
 // The on-disk format of `batchlab data pack`: a directory with shard files of pre-resized samples
 // (raw interleaved RGB, or re-encoded JPEG) and one index file.
 //
-//   DIR/pack.index          magic "BLPACK01", format, size, class names, the shard table (file name,
+//   DIR/pack.index          magic "BLPACK01", format, size, class names, the shard table (file
+//   name,
 //                           byte count, CRC-32, sample count) and per split one 28-byte entry per
 //                           sample (shard, offset, length, width, height, label); little-endian;
 //                           ends with the CRC-32 of everything before it.
@@ -45,7 +46,7 @@ struct PackedSample {
 
 struct PackIndex {
   PackFormat format = PackFormat::raw;
-  uint32_t size = 0;     // shorter side the samples were resized to (smaller images kept as they were)
+  uint32_t size = 0;  // shorter side the samples were resized to (smaller images kept as they were)
   uint32_t quality = 0;  // JPEG quality of re-encoded samples (0 for raw)
   std::vector<std::string> classes;
   std::vector<PackedShard> shards;

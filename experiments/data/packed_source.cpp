@@ -69,13 +69,13 @@ PackedImageSource::PackedImageSource(const std::string& dir, bool skip_corrupt)
     const int fd = ::open(shard->path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0) {
-      shard->open_problem = fmt::format("{}: shard listed in the pack index cannot be opened",
-                                        shard->path);
+      shard->open_problem =
+          fmt::format("{}: shard listed in the pack index cannot be opened", shard->path);
     } else if (static_cast<uint64_t>(st.st_size) != entry.bytes) {
       shard->open_problem = fmt::format(
-          "{}: shard is {} ({} bytes, the index says {}); re-run `batchlab data pack`",
-          shard->path, static_cast<uint64_t>(st.st_size) < entry.bytes ? "truncated" : "too long",
-          st.st_size, entry.bytes);
+          "{}: shard is {} ({} bytes, the index says {}); re-run `batchlab data pack`", shard->path,
+          static_cast<uint64_t>(st.st_size) < entry.bytes ? "truncated" : "too long", st.st_size,
+          entry.bytes);
     } else if (entry.bytes > 0) {
       void* p = ::mmap(nullptr, entry.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {
@@ -123,10 +123,11 @@ std::string PackedImageSource::location(Split split, int64_t index) const {
 }
 
 std::string PackedImageSource::description() const {
-  return fmt::format("packed shards {} ({} training and {} validation {} samples at {} px, {} "
-                     "shards, {} classes)",
-                     dir_, index_.train.size(), index_.val.size(), to_string(index_.format),
-                     index_.size, index_.shards.size(), index_.classes.size());
+  return fmt::format(
+      "packed shards {} ({} training and {} validation {} samples at {} px, {} "
+      "shards, {} classes)",
+      dir_, index_.train.size(), index_.val.size(), to_string(index_.format), index_.size,
+      index_.shards.size(), index_.classes.size());
 }
 
 void PackedImageSource::verify(Shard& shard, const PackedShard& entry) const {

@@ -49,7 +49,7 @@ class PackedImageSource : public ImageSource {
     std::string path;
     const uint8_t* data = nullptr;
     size_t mapped = 0;
-    std::string open_problem;      // missing or wrong size; fixed after construction
+    std::string open_problem;  // missing or wrong size; fixed after construction
     std::once_flag verified;
     std::string checksum_problem;  // written once, inside `verified`
   };

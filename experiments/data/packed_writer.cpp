@@ -35,7 +35,8 @@ struct PackedImage {
   std::exception_ptr failure;  // anything else (out of memory, ...): rethrown
 };
 
-void pack_one(PackWorker& w, const std::string& path, const PackOptions& options, PackedImage& out) {
+void pack_one(PackWorker& w, const std::string& path, const PackOptions& options,
+              PackedImage& out) {
   read_file_bytes(path, w.file);
   const JpegHeader header = w.decoder.read_header(w.file.data(), w.file.size(), path);
   const auto [tw, th] = packed_dimensions(header.width, header.height, options.size);
@@ -44,7 +45,8 @@ void pack_one(PackWorker& w, const std::string& path, const PackOptions& options
   ImageView image = w.decoder.decode(w.file.data(), w.file.size(), scale, path);
   if (image.width != tw || image.height != th) {
     w.pixels.resize(static_cast<size_t>(tw * th * 3));
-    const CropBox whole{0.0, 0.0, static_cast<double>(image.width), static_cast<double>(image.height)};
+    const CropBox whole{0.0, 0.0, static_cast<double>(image.width),
+                        static_cast<double>(image.height)};
     resample_crop(image, whole, tw, th, false, PixelLayout::hwc, w.pixels.data(), w.scratch);
     image = {w.pixels.data(), tw, th, tw * 3};
   }
@@ -74,7 +76,8 @@ class ShardWriter {
     s.width = width;
     s.height = height;
     s.label = label;
-    out_.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out_.write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     if (!out_) throw Error(fmt::format("{}: write failed (disk full?)", path_.string()));
     shard.crc32 = crc32_of(bytes.data(), bytes.size(), shard.crc32);
     shard.bytes += bytes.size();
@@ -149,12 +152,15 @@ std::pair<int64_t, int64_t> packed_dimensions(int64_t width, int64_t height, int
 PackReport pack_image_folder(const std::string& src, const std::string& out_dir,
                              const PackOptions& options,
                              const std::function<void(const std::string&)>& progress) {
-  if (options.size < 8) throw InputError(fmt::format("--size {}: must be at least 8 pixels", options.size));
-  if (!(options.shard_mb > 0)) throw InputError(fmt::format("--shard-mb {}: must be positive", options.shard_mb));
+  if (options.size < 8)
+    throw InputError(fmt::format("--size {}: must be at least 8 pixels", options.size));
+  if (!(options.shard_mb > 0))
+    throw InputError(fmt::format("--shard-mb {}: must be positive", options.shard_mb));
   if (options.quality < 1 || options.quality > 100) {
     throw InputError(fmt::format("--quality {}: must be in 1..100", options.quality));
   }
-  if (options.workers < 0) throw InputError(fmt::format("--workers {}: must be >= 0", options.workers));
+  if (options.workers < 0)
+    throw InputError(fmt::format("--workers {}: must be >= 0", options.workers));
   if (is_packed_dataset(out_dir)) {
     throw InputError(fmt::format("{}: already holds a pack ({}); remove it or choose another --out",
                                  out_dir, kPackIndexFile));

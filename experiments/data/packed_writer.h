@@ -22,7 +22,7 @@ struct PackOptions {
   double shard_mb = 256.0;  // a shard is closed before it would grow past this many MiB
   int64_t workers = 0;      // decoding threads; 0 = the hardware concurrency
   PackFormat format = PackFormat::raw;
-  int quality = 90;          // re-encoded JPEG samples
+  int quality = 90;           // re-encoded JPEG samples
   bool skip_corrupt = false;  // unreadable images: skipped and listed instead of an error
 };
 

@@ -24,8 +24,8 @@ class SampleRng {
  public:
   explicit SampleRng(uint64_t seed) : state_(seed) {}
   uint64_t next();
-  double uniform();                       // [0, 1), 53 random bits
-  double uniform(double lo, double hi);   // [lo, hi)
+  double uniform();                         // [0, 1), 53 random bits
+  double uniform(double lo, double hi);     // [lo, hi)
   int64_t integer(int64_t lo, int64_t hi);  // inclusive range [lo, hi]
 
  private:

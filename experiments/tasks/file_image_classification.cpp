@@ -20,16 +20,20 @@ FileImageClassificationTask::FileImageClassificationTask(
       device_(device),
       channels_last_(channels_last && device.is_cuda()) {
   if (source_->size(train::Split::test) == 0) {
-    throw InputError(fmt::format("{}: no validation images (val/<class>/*.JPEG); evaluation needs "
-                                 "a test split",
-                                 source_->description()));
+    throw InputError(
+        fmt::format("{}: no validation images (val/<class>/*.JPEG); evaluation needs "
+                    "a test split",
+                    source_->description()));
   }
   loader.pin_memory = device_.is_cuda();
   loader_ = std::make_unique<data::BatchLoader>(source_, spec, loader);
   model_->to(device_);
   if (channels_last_) models::to_channels_last(*model_);
-  auto as_tensor = [&](const double (&v)[3]) {
-    return torch::tensor({v[0], v[1], v[2]}, torch::kFloat64).view({1, 3, 1, 1}).to(torch::kFloat32).to(device_);
+  auto as_tensor = [&](const double(&v)[3]) {
+    return torch::tensor({v[0], v[1], v[2]}, torch::kFloat64)
+        .view({1, 3, 1, 1})
+        .to(torch::kFloat32)
+        .to(device_);
   };
   mean_ = as_tensor(kImagenetMean);
   std_ = as_tensor(kImagenetStd);
@@ -37,8 +41,9 @@ FileImageClassificationTask::FileImageClassificationTask(
 
 FileImageClassificationTask::~FileImageClassificationTask() {
   if (const int64_t skipped = loader_->skipped_count(); skipped > 0) {
-    std::fprintf(stderr, "batchlab: data.skip_corrupt: %lld unreadable image(s) skipped, each "
-                         "replaced by the next readable one of its split; first: %s\n",
+    std::fprintf(stderr,
+                 "batchlab: data.skip_corrupt: %lld unreadable image(s) skipped, each "
+                 "replaced by the next readable one of its split; first: %s\n",
                  static_cast<long long>(skipped), loader_->skipped_messages().front().c_str());
   }
 }
@@ -75,7 +80,9 @@ train::BatchOutput FileImageClassificationTask::forward(const train::Batch& batc
   return out;
 }
 
-void FileImageClassificationTask::plan_batches(const train::BatchPlan& plan) { loader_->plan(plan); }
+void FileImageClassificationTask::plan_batches(const train::BatchPlan& plan) {
+  loader_->plan(plan);
+}
 
 std::unique_ptr<train::Task> make_file_image_task(const config::ModelConfig& model,
                                                   const config::DataConfig& data,

@@ -46,8 +46,8 @@ class FileImageClassificationTask : public train::Task {
   std::shared_ptr<models::ImageClassifier> model_;
   torch::Device device_;
   bool channels_last_ = false;  // only ever true on CUDA
-  torch::Tensor mean_;  // float [1, 3, 1, 1] on the device
-  torch::Tensor std_;   // float [1, 3, 1, 1]
+  torch::Tensor mean_;          // float [1, 3, 1, 1] on the device
+  torch::Tensor std_;           // float [1, 3, 1, 1]
 };
 
 // uint8 [B, 3, H, W] -> float [B, 3, H, W]: (x / 255 - mean) / std, on x's device.

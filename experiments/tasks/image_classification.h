@@ -34,8 +34,8 @@ class ImageClassificationTask : public train::Task {
   bool augment_;
   torch::Device device_;
   bool channels_last_ = false;  // only ever true on CUDA
-  torch::Tensor mean_;  // float [1, C, 1, 1]
-  torch::Tensor std_;   // float [1, C, 1, 1]
+  torch::Tensor mean_;          // float [1, C, 1, 1]
+  torch::Tensor std_;           // float [1, C, 1, 1]
 };
 
 // uint8 [n, C, H, W] -> uint8 [n, C, H, W]: each image shifted by a random offset in

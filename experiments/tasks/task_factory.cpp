@@ -21,8 +21,8 @@ std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
   auto net = models::make_image_classifier(model, dataset.train_images.size(1),
                                            dataset.train_images.size(2),
                                            dataset.train_images.size(3), classes, batch.bn_group);
-  return std::make_unique<ImageClassificationTask>(std::move(dataset), std::move(net),
-                                                   data.augment, torch::Device(train.device),
+  return std::make_unique<ImageClassificationTask>(std::move(dataset), std::move(net), data.augment,
+                                                   torch::Device(train.device),
                                                    model.channels_last);
 }
 

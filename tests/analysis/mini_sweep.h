@@ -1,8 +1,8 @@
 // A small database built by a real sweep (`batchlab sweep run`): 2 optimizers x 2 batch sizes x 2
-// base LRs x 2 seeds of a tiny synthetic experiment with layer statistics, the noise scale, evaluations
-// every half epoch and a test-accuracy target — about 10 s on 2 cores. Built once per batchlab
-// binary and shared (under a file lock) by every test process of the analysis suite, since CTest
-// runs each test in its own process.
+// base LRs x 2 seeds of a tiny synthetic experiment with layer statistics, the noise scale,
+// evaluations every half epoch and a test-accuracy target — about 10 s on 2 cores. Built once per
+// batchlab binary and shared (under a file lock) by every test process of the analysis suite, since
+// CTest runs each test in its own process.
 #pragma once
 
 #include <fcntl.h>
@@ -41,9 +41,9 @@ inline std::string mini_sweep_db() {
   namespace fs = std::filesystem;
   struct stat st {};
   ::stat(BATCHLAB_BINARY, &st);
-  const fs::path dir = fs::temp_directory_path() /
-                       ("batchlab-analysis-" + std::to_string(st.st_mtime) + "-" +
-                        std::to_string(st.st_size) + "-" + std::to_string(::getuid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("batchlab-analysis-" + std::to_string(st.st_mtime) + "-" +
+                                   std::to_string(st.st_size) + "-" + std::to_string(::getuid()));
   fs::create_directories(dir);
   const std::string db = (dir / "mini.db").string();
   const int lock = ::open((dir / "lock").c_str(), O_CREAT | O_RDWR, 0644);

@@ -67,7 +67,8 @@ TEST(PlotInput, BadArgumentsAreExit2) {
   r = run_batchlab("plot --db /nonexistent.db --figure lr-schedule --out " + shell_quote(out));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("/nonexistent.db"), std::string::npos) << r.output;
-  r = run_batchlab("plot --db " + shell_quote(db) + " --figure lr-schedule --out /nonexistent/x.png");
+  r = run_batchlab("plot --db " + shell_quote(db) +
+                   " --figure lr-schedule --out /nonexistent/x.png");
   EXPECT_EQ(r.exit_code, 2);
   r = run_batchlab("plot --db " + shell_quote(db) + " --figure layer-ratios --run ffff --out " +
                    shell_quote(out));

@@ -65,23 +65,27 @@ TEST(Report, GroupsMatchDirectSql) {
         db, std::string("SELECT max(e.test_acc) - min(e.test_acc) FROM ") + kFinal + " AND " + sel);
     EXPECT_NEAR(row["final"]["sd"].get<double>(), spread / std::sqrt(2.0), 1e-12);
     EXPECT_NEAR(row["best"]["mean"].get<double>(),
-                sql_number(db, "SELECT avg(b) FROM (SELECT max(e.test_acc) AS b FROM evals e JOIN "
-                               "runs r ON r.run_id = e.run_id WHERE " + sel + " GROUP BY r.run_id)"),
+                sql_number(db,
+                           "SELECT avg(b) FROM (SELECT max(e.test_acc) AS b FROM evals e JOIN "
+                           "runs r ON r.run_id = e.run_id WHERE " +
+                               sel + " GROUP BY r.run_id)"),
                 1e-12);
     EXPECT_NEAR(row["gap_acc"]["mean"].get<double>(),
                 sql_number(db, std::string("SELECT avg(e.gap_acc) FROM ") + kFinal + " AND " + sel),
                 1e-12);
-    EXPECT_NEAR(row["gap_loss"]["mean"].get<double>(),
-                sql_number(db, std::string("SELECT avg(e.gap_loss) FROM ") + kFinal + " AND " + sel),
-                1e-12);
+    EXPECT_NEAR(
+        row["gap_loss"]["mean"].get<double>(),
+        sql_number(db, std::string("SELECT avg(e.gap_loss) FROM ") + kFinal + " AND " + sel),
+        1e-12);
     EXPECT_NEAR(row["peak_lr"].get<double>(),
                 sql_number(db, "SELECT avg(peak_lr) FROM runs r WHERE " + sel), 1e-12);
     EXPECT_EQ(row["diverged"].get<double>(),
               sql_number(db, "SELECT count(*) FROM runs r WHERE status = 'diverged' AND " + group));
     // Time to the target over the selected LR's runs that reached it.
     const auto& t = row["targets"][0];
-    const std::string reached = "FROM milestones m JOIN runs r ON r.run_id = m.run_id WHERE " + sel +
-                                " AND r.status = 'done' AND m.metric = 'test_acc' AND m.target = 0.2";
+    const std::string reached =
+        "FROM milestones m JOIN runs r ON r.run_id = m.run_id WHERE " + sel +
+        " AND r.status = 'done' AND m.metric = 'test_acc' AND m.target = 0.2";
     EXPECT_EQ(t["reached"].get<double>(), sql_number(db, "SELECT count(*) " + reached));
     if (t["reached"].get<int>() > 0) {
       EXPECT_NEAR(t["steps"]["mean"].get<double>(), sql_number(db, "SELECT avg(m.step) " + reached),
@@ -91,10 +95,11 @@ TEST(Report, GroupsMatchDirectSql) {
       EXPECT_NEAR(t["train_s"]["mean"].get<double>(),
                   sql_number(db, "SELECT avg(m.wall_s) " + reached), 1e-9);
       EXPECT_NEAR(t["gap_acc"]["mean"].get<double>(),
-                  sql_number(db, "SELECT avg(e.gap_acc) FROM milestones m JOIN runs r ON "
-                                 "r.run_id = m.run_id JOIN evals e ON e.run_id = m.run_id AND "
-                                 "e.step = m.step WHERE " + sel +
-                                 " AND r.status = 'done' AND m.target = 0.2"),
+                  sql_number(db,
+                             "SELECT avg(e.gap_acc) FROM milestones m JOIN runs r ON "
+                             "r.run_id = m.run_id JOIN evals e ON e.run_id = m.run_id AND "
+                             "e.step = m.step WHERE " +
+                                 sel + " AND r.status = 'done' AND m.target = 0.2"),
                   1e-9);
     }
   }
@@ -109,7 +114,8 @@ TEST(Report, BestLrAtTheGridEdgeIsFlagged) {
     EXPECT_EQ(row["lr_edge"], lr == 0.01 ? "low" : "high");
   }
   // Grouping by the LR too leaves one LR per group: nothing to select, nothing to warn about.
-  const auto by_lr = report_json(testing::mini_sweep_db(), "--group-by optimizer,global_batch,base_lr");
+  const auto by_lr =
+      report_json(testing::mini_sweep_db(), "--group-by optimizer,global_batch,base_lr");
   EXPECT_EQ(by_lr["rows"].size(), 8u);
   EXPECT_TRUE(by_lr["warnings"].empty());
 }
@@ -139,8 +145,9 @@ TEST(Report, FormatsHaveOneRowPerGroup) {
   const auto csv = run_batchlab("report --db " + shell_quote(db) + " --format csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.output;
   EXPECT_EQ(std::count(csv.output.begin(), csv.output.end(), '\n'), 5);  // header + 4 groups
-  EXPECT_EQ(csv.output.rfind("optimizer,global_batch,runs,seeds,base_lr,lr_grid,peak_lr,test_acc,", 0),
-            0u)
+  EXPECT_EQ(
+      csv.output.rfind("optimizer,global_batch,runs,seeds,base_lr,lr_grid,peak_lr,test_acc,", 0),
+      0u)
       << csv.output;
   const auto md = run_batchlab("report --db " + shell_quote(db) + " --format markdown");
   ASSERT_EQ(md.exit_code, 0) << md.output;

@@ -40,8 +40,9 @@ inline CommandResult run_batchlab(const std::string& args) {
 struct TempDir {
   std::filesystem::path path;
   explicit TempDir(const std::string& tag) {
-    path = std::filesystem::temp_directory_path() /
-           ("batchlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
+    path =
+        std::filesystem::temp_directory_path() /
+        ("batchlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
     std::filesystem::create_directories(path);
   }
   ~TempDir() {

@@ -18,9 +18,13 @@ using testing::TempDir;
 std::string image_config(const std::string& path, bool skip_corrupt) {
   return "schema_version = 1\n"
          "[model]\narch = \"small_resnet\"\nwidth = 4\n"
-         "[data]\ndataset = \"imagenet\"\npath = \"" + path + "\"\nimage_size = 16\n"
+         "[data]\ndataset = \"imagenet\"\npath = \"" +
+         path +
+         "\"\nimage_size = 16\n"
          "eval_resize = 18\nworkers = 2\naugment = true\neval_train_samples = 8\n"
-         "skip_corrupt = " + std::string(skip_corrupt ? "true" : "false") + "\n"
+         "skip_corrupt = " +
+         std::string(skip_corrupt ? "true" : "false") +
+         "\n"
          "[batch]\nglobal = 8\n"
          "[optim]\nname = \"sgd\"\nbase_lr = 0.05\n"
          "[schedule]\nepochs = 2\n"
@@ -37,10 +41,11 @@ class DataPackCli : public ::testing::Test {
 };
 
 TEST_F(DataPackCli, PacksAFolderAndTrainingReadsThePack) {
-  auto r = run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("pack")) +
-                        " --size 20 --workers 2 --shard-mb 0.01");
+  auto r = run_batchlab("data pack " + shell_quote(path("src")) + " --out " +
+                        shell_quote(path("pack")) + " --size 20 --workers 2 --shard-mb 0.01");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("packed 12 training and 4 validation images"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("packed 12 training and 4 validation images"), std::string::npos)
+      << r.output;
   EXPECT_TRUE(std::filesystem::exists(path("pack/pack.index")));
   EXPECT_TRUE(std::filesystem::exists(path("pack/train-00000.shard")));
   EXPECT_TRUE(std::filesystem::exists(path("pack/val-00000.shard")));
@@ -50,17 +55,20 @@ TEST_F(DataPackCli, PacksAFolderAndTrainingReadsThePack) {
   EXPECT_EQ(t.exit_code, 0) << t.output;
 
   // Packing again into the same directory is refused (bad input).
-  auto again = run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("pack")));
+  auto again =
+      run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("pack")));
   EXPECT_EQ(again.exit_code, 2) << again.output;
   EXPECT_NE(again.output.find("already holds a pack"), std::string::npos) << again.output;
 }
 
 TEST_F(DataPackCli, BadArgumentsExitWithTwo) {
   EXPECT_EQ(run_batchlab("data pack " + shell_quote(path("src"))).exit_code, 2);
-  auto fmt = run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("o")) + " --format png");
+  auto fmt = run_batchlab("data pack " + shell_quote(path("src")) + " --out " +
+                          shell_quote(path("o")) + " --format png");
   EXPECT_EQ(fmt.exit_code, 2);
   EXPECT_NE(fmt.output.find("png"), std::string::npos) << fmt.output;
-  auto missing = run_batchlab("data pack " + shell_quote(path("nowhere")) + " --out " + shell_quote(path("o")));
+  auto missing = run_batchlab("data pack " + shell_quote(path("nowhere")) + " --out " +
+                              shell_quote(path("o")));
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("train/"), std::string::npos) << missing.output;
   EXPECT_EQ(run_batchlab("data pack --help").exit_code, 0);
@@ -69,11 +77,12 @@ TEST_F(DataPackCli, BadArgumentsExitWithTwo) {
 TEST_F(DataPackCli, CorruptJpegNamesTheFileOrIsSkippedAndCounted) {
   const std::string bad = path("src/train/n02/img_3.JPEG");
   data::testing::write_bytes(bad, {'n', 'o', 'p', 'e'});
-  auto r = run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("p1")));
+  auto r =
+      run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("p1")));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
-  auto s = run_batchlab("data pack " + shell_quote(path("src")) + " --out " + shell_quote(path("p2")) +
-                        " --skip-corrupt --format jpeg --quality 85");
+  auto s = run_batchlab("data pack " + shell_quote(path("src")) + " --out " +
+                        shell_quote(path("p2")) + " --skip-corrupt --format jpeg --quality 85");
   EXPECT_EQ(s.exit_code, 0) << s.output;
   EXPECT_NE(s.output.find("packed 11 training"), std::string::npos) << s.output;
   EXPECT_NE(s.output.find("skipped 1 unreadable"), std::string::npos) << s.output;

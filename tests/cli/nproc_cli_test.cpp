@@ -1,7 +1,7 @@
 // `batchlab train --nproc N` through the real binary: ranks as processes, records from rank 0 only,
 // the same training as one process, bad input refused before any rank starts, and a rank that dies
-// or hangs ending the job with a clear error instead of a hang (acceptance 2 of the data-parallelism
-// issue).
+// or hangs ending the job with a clear error instead of a hang (acceptance 2 of the
+// data-parallelism issue).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -59,11 +59,13 @@ TEST(NprocCli, TwoRanksTrainLikeOneProcessAndRank0RecordsWorldSizeTwo) {
   EXPECT_NE(two.output.find("[rank 1] "), std::string::npos) << two.output;
   EXPECT_NE(two.output.find("rank 1 of 2"), std::string::npos) << two.output;
   EXPECT_NE(two.output.find("all 2 ranks finished"), std::string::npos) << two.output;
-  auto one = run_batchlab("train " + shell_quote(cfg) + " --set batch.micro=32 --db " + shell_quote(db1));
+  auto one =
+      run_batchlab("train " + shell_quote(cfg) + " --set batch.micro=32 --db " + shell_quote(db1));
   ASSERT_EQ(one.exit_code, 0) << one.output;
 
-  EXPECT_EQ(query(db2, "SELECT world_size, micro_batch, accum_steps, global_batch, status FROM runs"),
-            "world_size,micro_batch,accum_steps,global_batch,status\n2,32,1,64,done\n");
+  EXPECT_EQ(
+      query(db2, "SELECT world_size, micro_batch, accum_steps, global_batch, status FROM runs"),
+      "world_size,micro_batch,accum_steps,global_batch,status\n2,32,1,64,done\n");
   EXPECT_EQ(query(db1, "SELECT world_size, micro_batch, accum_steps FROM runs"),
             "world_size,micro_batch,accum_steps\n1,32,2\n");
   // One row per step (rank 0 alone writes), and the losses of the same computation.
@@ -88,17 +90,17 @@ TEST(NprocCli, BadInputIsRefusedBeforeAnyRankStarts) {
 }
 
 std::string faulty_config(const TempDir& dir, const std::string& timeout) {
-  return dir.file("tiny.toml", std::string(testing::kTinyConfig) + "log_every = 1\ndist_timeout = \"" +
-                                   timeout + "\"\n");
+  return dir.file("tiny.toml", std::string(testing::kTinyConfig) +
+                                   "log_every = 1\ndist_timeout = \"" + timeout + "\"\n");
 }
 
 TEST(NprocCli, AKilledRankEndsTheJobWithAClearErrorNotAHang) {
   TempDir dir("nprockill");
   const auto cfg = faulty_config(dir, "5s");
   const auto db = (dir.path / "k.db").string();
-  auto t = run_timed("train " + shell_quote(cfg) + " --set schedule.epochs=20 --nproc 2 --db " +
-                         shell_quote(db),
-                     "kill@3,rank=1");
+  auto t = run_timed(
+      "train " + shell_quote(cfg) + " --set schedule.epochs=20 --nproc 2 --db " + shell_quote(db),
+      "kill@3,rank=1");
   const auto& out = t.result.output;
   EXPECT_EQ(t.result.exit_code, 1) << out;
   // The launcher names the rank that died first and how.

@@ -89,7 +89,9 @@ TEST(ResumeCli, SigkillBetweenCheckpointsThenResumeMatchesAnUninterruptedRun) {
   EXPECT_NE(query(db, "SELECT status, last_step FROM runs").find("done,48"), std::string::npos);
   // Same losses as the uninterrupted run at every step.
   auto losses = [&](const std::string& d) {
-    return query(d, "SELECT group_concat(printf('%.6f', train_loss)) FROM (SELECT train_loss FROM steps ORDER BY step)");
+    return query(d,
+                 "SELECT group_concat(printf('%.6f', train_loss)) FROM (SELECT train_loss FROM "
+                 "steps ORDER BY step)");
   };
   EXPECT_EQ(losses(db), losses(ref_db));
 
@@ -121,8 +123,10 @@ TEST(ResumeCli, SigtermLeavesACheckpointAndPreemptedStatusThenContinuesTheClock)
   EXPECT_NE(query(db, "SELECT status, count(*) FROM runs").find("done,1"), std::string::npos);
   // The training clock continues: step 15's clock is later than step 14's, which was kept.
   EXPECT_EQ(query(db, "SELECT printf('%.9f', wall_s) FROM steps WHERE step = 14"), clock_before);
-  EXPECT_NE(query(db, "SELECT (SELECT wall_s FROM steps WHERE step = 15) > "
-                      "(SELECT wall_s FROM steps WHERE step = 14)").find("1"),
+  EXPECT_NE(query(db,
+                  "SELECT (SELECT wall_s FROM steps WHERE step = 15) > "
+                  "(SELECT wall_s FROM steps WHERE step = 14)")
+                .find("1"),
             std::string::npos);
 }
 
@@ -132,10 +136,12 @@ TEST(ResumeCli, BlowUpEndsAsDivergedWithEarlierEvalsAndMilestonesIntact) {
   const auto db = (dir.path / "d.db").string();
   // A 40-step warmup towards an absurd LR (25): evaluations every quarter epoch see the early,
   // sane steps and reach a chance-level target; the loss then explodes before the 48th step.
-  auto r = run_batchlab("train " + shell_quote(cfg) +
-                        " --set optim.base_lr=25.0 --set schedule.warmup_steps=40 --set schedule.epochs=6"
-                        " --set train.eval_every=0.25 --set 'train.target={metric=\"test_acc\", value=0.05}'"
-                        " --db " + shell_quote(db));
+  auto r = run_batchlab(
+      "train " + shell_quote(cfg) +
+      " --set optim.base_lr=25.0 --set schedule.warmup_steps=40 --set schedule.epochs=6"
+      " --set train.eval_every=0.25 --set 'train.target={metric=\"test_acc\", value=0.05}'"
+      " --db " +
+      shell_quote(db));
   EXPECT_EQ(r.exit_code, 0) << r.output;  // diverged is a result, not a failure
   auto run = query(db, "SELECT status, last_step < 48, error LIKE '%step%' FROM runs");
   EXPECT_NE(run.find("diverged,1,1"), std::string::npos) << run;
@@ -149,8 +155,9 @@ TEST(ResumeCli, BlowUpEndsAsDivergedWithEarlierEvalsAndMilestonesIntact) {
 TEST(ResumeCli, MalformedFaultHookIsBadInput) {
   TempDir dir("hook");
   const auto cfg = dir.file("tiny.toml", testing::kTinyConfig);
-  auto r = run_with_fault("train " + shell_quote(cfg) + " --db " + shell_quote((dir.path / "h.db").string()),
-                          "explode@3");
+  auto r = run_with_fault(
+      "train " + shell_quote(cfg) + " --db " + shell_quote((dir.path / "h.db").string()),
+      "explode@3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("BATCHLAB_TEST_FAULT"), std::string::npos);
 }

@@ -48,12 +48,15 @@ TEST(TrainCli, BadInputLeavesAnExistingDatabaseUntouched) {
   const auto good = dir.file("tiny.toml", testing::kTinyConfig);
   const auto db = (dir.path / "keep.db").string();
   ASSERT_EQ(run_batchlab("train " + shell_quote(good) + " --db " + shell_quote(db)).exit_code, 0);
-  auto before = run_batchlab("query --db " + shell_quote(db) +
-                             " \"SELECT (SELECT count(*) FROM steps) || ',' || (SELECT count(*) FROM runs)\"");
-  auto bad = run_batchlab("train " + shell_quote(good) + " --set batch.global=7 --db " + shell_quote(db));
+  auto before = run_batchlab(
+      "query --db " + shell_quote(db) +
+      " \"SELECT (SELECT count(*) FROM steps) || ',' || (SELECT count(*) FROM runs)\"");
+  auto bad =
+      run_batchlab("train " + shell_quote(good) + " --set batch.global=7 --db " + shell_quote(db));
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  auto after = run_batchlab("query --db " + shell_quote(db) +
-                            " \"SELECT (SELECT count(*) FROM steps) || ',' || (SELECT count(*) FROM runs)\"");
+  auto after = run_batchlab(
+      "query --db " + shell_quote(db) +
+      " \"SELECT (SELECT count(*) FROM steps) || ',' || (SELECT count(*) FROM runs)\"");
   EXPECT_EQ(before.output, after.output);
 }
 
@@ -63,7 +66,8 @@ TEST(TrainCli, SameConfigSameRunIdAndSetChangesIt) {
   const auto db = (dir.path / "ids.db").string();
   auto a = run_batchlab("train " + shell_quote(cfg) + " --db " + shell_quote(db));
   auto b = run_batchlab("train " + shell_quote(cfg) + " --db " + shell_quote(db));
-  auto c = run_batchlab("train " + shell_quote(cfg) + " --set batch.global=128 --db " + shell_quote(db));
+  auto c =
+      run_batchlab("train " + shell_quote(cfg) + " --set batch.global=128 --db " + shell_quote(db));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
   ASSERT_EQ(c.exit_code, 0) << c.output;
@@ -71,12 +75,14 @@ TEST(TrainCli, SameConfigSameRunIdAndSetChangesIt) {
   EXPECT_EQ(run_id_of(a.output), run_id_of(b.output));
   EXPECT_NE(run_id_of(a.output), run_id_of(c.output));
   // Two runs, and the repeated run rewrote its rows instead of duplicating them.
-  auto q = run_batchlab("query --db " + shell_quote(db) + " --format csv "
+  auto q = run_batchlab("query --db " + shell_quote(db) +
+                        " --format csv "
                         "\"SELECT count(*) AS runs, (SELECT count(*) FROM steps WHERE run_id = '" +
                         run_id_of(a.output) + "') AS steps FROM runs\"");
   EXPECT_NE(q.output.find("2,16"), std::string::npos) << q.output;  // 512/64 x 2 epochs = 16 steps
   // A --run-id that does not belong to the config is bad input.
-  auto wrong = run_batchlab("train " + shell_quote(cfg) + " --run-id 0123456789abcdef --db " + shell_quote(db));
+  auto wrong = run_batchlab("train " + shell_quote(cfg) + " --run-id 0123456789abcdef --db " +
+                            shell_quote(db));
   EXPECT_EQ(wrong.exit_code, 2) << wrong.output;
 }
 
@@ -85,12 +91,16 @@ TEST(TrainCli, EvalRowsCarryTheGeneralizationGap) {
   const auto cfg = dir.file("tiny.toml", testing::kTinyConfig);
   const auto db = (dir.path / "gap.db").string();
   ASSERT_EQ(run_batchlab("train " + shell_quote(cfg) + " --db " + shell_quote(db)).exit_code, 0);
-  auto q = run_batchlab("query --db " + shell_quote(db) + " --format csv "
-                        "\"SELECT count(*) AS n, sum(abs(gap_loss - (test_loss - train_loss)) < 1e-12) AS ok,"
-                        " sum(abs(gap_acc - (train_acc - test_acc)) < 1e-12) AS ok_acc FROM evals\"");
+  auto q = run_batchlab(
+      "query --db " + shell_quote(db) +
+      " --format csv "
+      "\"SELECT count(*) AS n, sum(abs(gap_loss - (test_loss - train_loss)) < 1e-12) AS ok,"
+      " sum(abs(gap_acc - (train_acc - test_acc)) < 1e-12) AS ok_acc FROM evals\"");
   EXPECT_NE(q.output.find("2,2,2"), std::string::npos) << q.output;
-  auto run = run_batchlab("query --db " + shell_quote(db) + " --format csv "
-                          "\"SELECT status, global_batch, micro_batch, accum_steps, world_size FROM runs\"");
+  auto run = run_batchlab(
+      "query --db " + shell_quote(db) +
+      " --format csv "
+      "\"SELECT status, global_batch, micro_batch, accum_steps, world_size FROM runs\"");
   EXPECT_NE(run.output.find("done,64,32,2,1"), std::string::npos) << run.output;
 }
 
@@ -101,9 +111,11 @@ TEST(QueryCli, RejectsWritesAndMissingDatabases) {
   ASSERT_EQ(run_batchlab("train " + shell_quote(cfg) + " --db " + shell_quote(db)).exit_code, 0);
   auto w = run_batchlab("query --db " + shell_quote(db) + " \"DELETE FROM steps\"");
   EXPECT_EQ(w.exit_code, 2) << w.output;
-  auto n = run_batchlab("query --db " + shell_quote(db) + " --format csv \"SELECT count(*) AS n FROM steps\"");
+  auto n = run_batchlab("query --db " + shell_quote(db) +
+                        " --format csv \"SELECT count(*) AS n FROM steps\"");
   EXPECT_NE(n.output.find("16"), std::string::npos) << n.output;
-  auto missing = run_batchlab("query --db " + shell_quote((dir.path / "nope.db").string()) + " \"SELECT 1\"");
+  auto missing =
+      run_batchlab("query --db " + shell_quote((dir.path / "nope.db").string()) + " \"SELECT 1\"");
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
 }
 

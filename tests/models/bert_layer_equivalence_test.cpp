@@ -56,9 +56,8 @@ class BertLayerEquivalence : public ::testing::Test {
     dir_ = dir;
     const std::string script =
         std::string(BATCHLAB_SOURCE_DIR) + "/tests/models/transformer_reference.py";
-    const std::string command =
-        std::string(kPython) + " " + script + " " + dir_.string() + " > " +
-        (dir_ / "python.log").string() + " 2>&1";
+    const std::string command = std::string(kPython) + " " + script + " " + dir_.string() + " > " +
+                                (dir_ / "python.log").string() + " 2>&1";
     if (std::system(command.c_str()) != 0) {
       const std::string probe = std::string(kPython) + " -c 'import torch' > /dev/null 2>&1";
       if (std::system(probe.c_str()) != 0) {
@@ -67,9 +66,9 @@ class BertLayerEquivalence : public ::testing::Test {
                  "python3-torch)";
       } else {
         std::ifstream log(dir_ / "python.log");
-        error_ = "transformer_reference.py failed:\n" +
-                 std::string((std::istreambuf_iterator<char>(log)),
-                             std::istreambuf_iterator<char>());
+        error_ =
+            "transformer_reference.py failed:\n" +
+            std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
       }
     }
   }
@@ -123,8 +122,8 @@ class BertLayerEquivalence : public ::testing::Test {
   void check_case(const std::string& file, bool norm_first) {
     ASSERT_TRUE(error_.empty()) << error_;
     const auto fixture = load_fixture(dir_ / file);
-    const torch::Tensor input = fixture.at("input");            // float [B, T, d]
-    const torch::Tensor padding = fixture.at("padding_mask");   // bool [B, T]
+    const torch::Tensor input = fixture.at("input");           // float [B, T, d]
+    const torch::Tensor padding = fixture.at("padding_mask");  // bool [B, T]
     const torch::Tensor reference = fixture.at("output_reference");
     const torch::Tensor fastpath = fixture.at("output_fastpath");
     ASSERT_TRUE(padding.any().item<bool>());

@@ -138,14 +138,20 @@ TEST(Bert, ParameterNamesFollowHuggingFace) {
   auto net = make_tiny(m);
   std::set<std::string> names;
   for (const auto& p : net->named_parameters()) names.insert(p.key());
-  std::set<std::string> expected = {
-      "bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight",
-      "bert.embeddings.token_type_embeddings.weight", "bert.embeddings.LayerNorm.weight",
-      "bert.embeddings.LayerNorm.bias", "bert.pooler.dense.weight", "bert.pooler.dense.bias",
-      "cls.predictions.bias", "cls.predictions.transform.dense.weight",
-      "cls.predictions.transform.dense.bias", "cls.predictions.transform.LayerNorm.weight",
-      "cls.predictions.transform.LayerNorm.bias", "cls.seq_relationship.weight",
-      "cls.seq_relationship.bias"};
+  std::set<std::string> expected = {"bert.embeddings.word_embeddings.weight",
+                                    "bert.embeddings.position_embeddings.weight",
+                                    "bert.embeddings.token_type_embeddings.weight",
+                                    "bert.embeddings.LayerNorm.weight",
+                                    "bert.embeddings.LayerNorm.bias",
+                                    "bert.pooler.dense.weight",
+                                    "bert.pooler.dense.bias",
+                                    "cls.predictions.bias",
+                                    "cls.predictions.transform.dense.weight",
+                                    "cls.predictions.transform.dense.bias",
+                                    "cls.predictions.transform.LayerNorm.weight",
+                                    "cls.predictions.transform.LayerNorm.bias",
+                                    "cls.seq_relationship.weight",
+                                    "cls.seq_relationship.bias"};
   for (int layer = 0; layer < 2; ++layer) {
     const std::string p = "bert.encoder.layer." + std::to_string(layer) + ".";
     for (const char* s : {"attention.self.query", "attention.self.key", "attention.self.value",
@@ -237,16 +243,16 @@ TEST(Bert, PaddedTokensDoNotChangeRealPositions) {
     other_ids[0].slice(0, 8).copy_(torch::randint(0, 97, {4}, torch::kInt64));
     other_segments[0].slice(0, 8).fill_(0);
     const BertOutput b = net->bert()->forward(other_ids, other_segments, padding);
-    EXPECT_TRUE(torch::allclose(a.sequence[0].slice(0, 0, 8), b.sequence[0].slice(0, 0, 8), 1e-6,
-                                1e-6));
+    EXPECT_TRUE(
+        torch::allclose(a.sequence[0].slice(0, 0, 8), b.sequence[0].slice(0, 0, 8), 1e-6, 1e-6));
     EXPECT_TRUE(torch::allclose(a.sequence[1], b.sequence[1], 1e-6, 1e-6));
     EXPECT_TRUE(torch::allclose(a.pooled, b.pooled, 1e-6, 1e-6));
 
     // Without the mask the same change does reach the real positions (the test can fail).
     const BertOutput c = net->bert()->forward(ids, segments, {});
     const BertOutput d = net->bert()->forward(other_ids, other_segments, {});
-    EXPECT_FALSE(torch::allclose(c.sequence[0].slice(0, 0, 8), d.sequence[0].slice(0, 0, 8), 1e-4,
-                                 1e-4));
+    EXPECT_FALSE(
+        torch::allclose(c.sequence[0].slice(0, 0, 8), d.sequence[0].slice(0, 0, 8), 1e-4, 1e-4));
 
     // A fully padded sequence stays finite (the mask is a large finite negative, not -inf).
     padding[1].fill_(true);
@@ -290,8 +296,7 @@ TEST(Bert, PreLnAndPostLnDifferAndBothTrain) {
     m.norm_first = norm_first;
     m.next_sentence = true;
     auto net = make_tiny(m);
-    EXPECT_EQ(net->named_parameters().contains("bert.encoder.final_layer_norm.weight"),
-              norm_first);
+    EXPECT_EQ(net->named_parameters().contains("bert.encoder.final_layer_norm.weight"), norm_first);
     {
       // At BERT's initialization (std 0.02) the residual branches are tiny next to the stream, so
       // both orders compute nearly LayerNorm(embeddings); larger weights make the order matter.
@@ -390,8 +395,8 @@ TEST(Bert, ForwardMacs) {
     const BertConfig c = bert_config_from(m);
     BertForPretraining net(c);
     const int64_t t = 128;
-    const double params = static_cast<double>(count(net) - c.max_seq_len * c.hidden -
-                                              c.type_vocab_size * c.hidden);
+    const double params =
+        static_cast<double>(count(net) - c.max_seq_len * c.hidden - c.type_vocab_size * c.hidden);
     const double convention = 6.0 * params * t + attention_flops(c, t);
     const double ours = 6.0 * static_cast<double>(bert_forward_macs(c, t, t));
     EXPECT_NEAR(ours / convention, 1.0, 0.02) << arch;

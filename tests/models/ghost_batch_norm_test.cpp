@@ -51,7 +51,10 @@ TEST(GhostBatchNorm, GradientsMatchSeparateGroups) {
   auto w = torch::randn({64, 3, 4, 4});
   (ghost->forward(x1) * w).sum().backward();
   torch::Tensor loss = torch::zeros({});
-  for (int64_t i = 0; i < 4; ++i) loss = loss + (plain->forward(x2.slice(0, 16 * i, 16 * (i + 1))) * w.slice(0, 16 * i, 16 * (i + 1))).sum();
+  for (int64_t i = 0; i < 4; ++i)
+    loss = loss +
+           (plain->forward(x2.slice(0, 16 * i, 16 * (i + 1))) * w.slice(0, 16 * i, 16 * (i + 1)))
+               .sum();
   loss.backward();
   EXPECT_TRUE(torch::allclose(x1.grad(), x2.grad(), 1e-4, 1e-5));
   EXPECT_TRUE(torch::allclose(ghost->weight.grad(), plain->weight.grad(), 1e-4, 1e-4));

@@ -202,8 +202,7 @@ TEST(ModelRegistry, ResNetsAreBuiltFromTheConfig) {
   EXPECT_EQ(resnet->options().stem, ResNetStem::kSmall);
   EXPECT_EQ(resnet->options().bn_group, 2);
   EXPECT_TRUE(resnet->options().zero_init_residual);
-  EXPECT_EQ(cifar->named_parameters()["conv1.weight"].sizes(),
-            (std::vector<int64_t>{64, 3, 3, 3}));
+  EXPECT_EQ(cifar->named_parameters()["conv1.weight"].sizes(), (std::vector<int64_t>{64, 3, 3, 3}));
   EXPECT_EQ(cifar->named_parameters()["layer3.1.bn2.weight"].abs().sum().item<float>(), 0.0f);
 
   cfg.stem = "imagenet";

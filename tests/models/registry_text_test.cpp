@@ -37,8 +37,9 @@ TEST(ModelRegistryText, AnalyticParameterCountEqualsTheBuiltModel) {
     bool next_sentence;
     int64_t vocab;
   };
-  for (const Case& c : {Case{"bert_tiny", false, false, 0}, Case{"bert_tiny", true, true, 0},
-                        Case{"bert_mini", false, true, 8000}, Case{"bert_tiny", true, false, 517}}) {
+  for (const Case& c :
+       {Case{"bert_tiny", false, false, 0}, Case{"bert_tiny", true, true, 0},
+        Case{"bert_mini", false, true, 8000}, Case{"bert_tiny", true, false, 517}}) {
     auto cfg = bert(c.arch);
     cfg.norm_first = c.norm_first;
     cfg.next_sentence = c.next_sentence;

@@ -70,8 +70,8 @@ TEST(StateDictPickle, TopLevelBuildKeepsTheAttributesBeside) {
                               unicode("version") + "K\x01sssb.";
   const std::vector<char> rewritten = rewrite_state_dict_pickle(bytes(program), "f.pt");
   EXPECT_EQ(static_cast<uint8_t>(rewritten[rewritten.size() - 2]), 0x86);  // TUPLE2
-  const torch::IValue value = torch::pickle_load(archive_with(
-      std::string(rewritten.begin(), rewritten.end())));
+  const torch::IValue value =
+      torch::pickle_load(archive_with(std::string(rewritten.begin(), rewritten.end())));
   ASSERT_TRUE(value.isTuple());
   EXPECT_TRUE(value.toTupleRef().elements()[0].isGenericDict());
   EXPECT_TRUE(value.toTupleRef().elements()[1].toGenericDict().contains("_metadata"));
@@ -87,14 +87,14 @@ TEST(StateDictPickle, ProgramsItCannotReadAreInputErrors) {
     return "";
   };
   // Truncated: BINUNICODE announces 9 bytes, 2 follow; no STOP.
-  EXPECT_NE(message(kProto2 + "X\x09\x00\x00\x00"s + "ab").find("weights.pt: cannot read the "
-                                                          "state_dict: the pickle program is "
-                                                          "truncated"),
+  EXPECT_NE(message(kProto2 + "X\x09\x00\x00\x00"s + "ab")
+                .find("weights.pt: cannot read the "
+                      "state_dict: the pickle program is "
+                      "truncated"),
             std::string::npos);
   EXPECT_NE(message(kProto2 + "N").find("without STOP"), std::string::npos);
   // Protocol 4's SHORT_BINUNICODE.
-  EXPECT_NE(message(std::string("\x80\x04\x8c\x01") + "a.").find("opcode 0x8c"),
-            std::string::npos);
+  EXPECT_NE(message(std::string("\x80\x04\x8c\x01") + "a.").find("opcode 0x8c"), std::string::npos);
   // OrderedDict called with arguments.
   EXPECT_NE(message(kProto2 + kOrderedDictGlobal + "]\x85R.").find("used other than"),
             std::string::npos);

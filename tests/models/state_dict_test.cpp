@@ -85,10 +85,10 @@ TEST_F(StateDictFiles, StateDictOrderIsModuleByModule) {
   std::vector<std::string> names;
   for (const auto& e : entries) names.push_back(e.first);
   const std::vector<std::string> head(names.begin(), names.begin() + 8);
-  EXPECT_EQ(head, (std::vector<std::string>{"conv1.weight", "bn1.weight", "bn1.bias",
-                                             "bn1.running_mean", "bn1.running_var",
-                                             "bn1.num_batches_tracked", "layer1.0.conv1.weight",
-                                             "layer1.0.bn1.weight"}));
+  EXPECT_EQ(head,
+            (std::vector<std::string>{"conv1.weight", "bn1.weight", "bn1.bias", "bn1.running_mean",
+                                      "bn1.running_var", "bn1.num_batches_tracked",
+                                      "layer1.0.conv1.weight", "layer1.0.bn1.weight"}));
   EXPECT_EQ(names.back(), "fc.bias");
   // Entries share storage with the module (detached aliases, not copies).
   ResNet net = small_resnet18(0);
@@ -101,8 +101,8 @@ TEST_F(StateDictFiles, MismatchNamesTheFileAndEveryKindOfProblem) {
   StateDict entries = state_dict(net);
   StateDict edited;
   for (auto& [name, tensor] : entries) {
-    if (name == "layer1.0.conv1.weight") continue;                    // missing
-    if (name == "fc.weight") tensor = torch::zeros({1000, 512});       // wrong shape
+    if (name == "layer1.0.conv1.weight") continue;                // missing
+    if (name == "fc.weight") tensor = torch::zeros({1000, 512});  // wrong shape
     edited.emplace_back(name, tensor);
   }
   edited.emplace_back("head.weight", torch::zeros({3}));  // unexpected
@@ -125,8 +125,9 @@ TEST_F(StateDictFiles, ManyMissingKeysAreCountedNotAllPrinted) {
   ResNet net = small_resnet18(0);
   const std::string message = input_error_of([&] { load_state_dict(net, path("one.pt")); });
   // 122 entries less the 20 batch counters, which may be absent.
-  EXPECT_NE(message.find("missing keys (102): conv1.weight, bn1.weight, bn1.bias, bn1.running_mean"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("missing keys (102): conv1.weight, bn1.weight, bn1.bias, bn1.running_mean"),
+      std::string::npos)
       << message;
   EXPECT_NE(message.find("(77 more)"), std::string::npos) << message;
 }
@@ -143,8 +144,8 @@ TEST_F(StateDictFiles, MissingBatchCountersAreTreatedAsZero) {
   target.forward(torch::randn({2, 3, 8, 8}));
   load_state_dict(target, entries, "old.pth");
   EXPECT_EQ(target.named_buffers()["layer1.0.bn1.num_batches_tracked"].item<int64_t>(), 0);
-  EXPECT_TRUE(torch::equal(target.named_parameters()["fc.weight"],
-                           source.named_parameters()["fc.weight"]));
+  EXPECT_TRUE(
+      torch::equal(target.named_parameters()["fc.weight"], source.named_parameters()["fc.weight"]));
 }
 
 TEST_F(StateDictFiles, UnreadableFilesNameThePath) {

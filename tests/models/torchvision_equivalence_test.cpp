@@ -49,11 +49,12 @@ CommandResult run_reference(const std::string& args, const fs::path& log) {
 }
 
 std::string setup_hint(const CommandResult& r) {
-  std::string hint = "torchvision_reference.py exited with " + std::to_string(r.exit_code) +
-                     ":\n" + r.output;
+  std::string hint =
+      "torchvision_reference.py exited with " + std::to_string(r.exit_code) + ":\n" + r.output;
   if (r.exit_code == 3) {
-    hint += "\n/usr/bin/python3 cannot import torch/torchvision: run scripts/setup.sh "
-            "--with-python (installs python3-torch and python3-torchvision)";
+    hint +=
+        "\n/usr/bin/python3 cannot import torch/torchvision: run scripts/setup.sh "
+        "--with-python (installs python3-torch and python3-torchvision)";
   }
   return hint;
 }
@@ -75,8 +76,7 @@ class TorchvisionEquivalence : public ::testing::Test {
   static void SetUpTestSuite() {
     previous_threads_ = torch::get_num_threads();
     torch::set_num_threads(1);  // same reduction order as the reference (it runs on one thread)
-    dir_ = fs::temp_directory_path() /
-           ("batchlab_torchvision_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("batchlab_torchvision_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     reference_ = run_reference("'" + dir_.string() + "'", dir_ / "reference.log");
   }
@@ -189,9 +189,9 @@ TEST_F(TorchvisionEquivalence, StateDictFromBatchlabLoadsIntoTorchvision) {
   save_state_dict(net, state.string());
   write_state_dict({{"input", x}, {"logits", logits}}, io.string());
 
-  const CommandResult check = run_reference(
-      "--check-export resnet18 '" + state.string() + "' '" + io.string() + "'",
-      dir_ / "check_export.log");
+  const CommandResult check =
+      run_reference("--check-export resnet18 '" + state.string() + "' '" + io.string() + "'",
+                    dir_ / "check_export.log");
   EXPECT_EQ(check.exit_code, 0) << setup_hint(check);
   EXPECT_NE(check.output.find("OK resnet18"), std::string::npos) << check.output;
 }

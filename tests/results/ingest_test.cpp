@@ -60,8 +60,8 @@ void write_job(const std::string& path, const std::string& run_id, std::int64_t 
   store.write_batch(batch);
   if (final_status != "running") {
     store.set_run_progress(run_id, steps, 1.5);
-    store.set_run_status(run_id, final_status, final_status == "done" ? std::nullopt
-                                                                      : std::optional<std::string>("why"));
+    store.set_run_status(run_id, final_status,
+                         final_status == "done" ? std::nullopt : std::optional<std::string>("why"));
   }
 }
 
@@ -114,8 +114,9 @@ TEST(Ingest, IsIdempotentAndFollowsAShorterRetry) {
   ingester.ingest(job);
   ingester.ingest(job);
   EXPECT_EQ(count(sweep, "SELECT count(*) FROM steps"), 12);
-  EXPECT_EQ(count(sweep, "SELECT count(*) FROM (SELECT run_id, step FROM steps GROUP BY 1, 2 "
-                         "HAVING count(*) > 1)"),
+  EXPECT_EQ(count(sweep,
+                  "SELECT count(*) FROM (SELECT run_id, step FROM steps GROUP BY 1, 2 "
+                  "HAVING count(*) > 1)"),
             0);
   // A retry from scratch rewrites the records file with fewer rows so far.
   write_job(job, "a", 5, "running");
@@ -179,7 +180,10 @@ TEST(Ingest, MissingEmptyAndForeignFiles) {
   // A job killed before its first write leaves an empty file.
   { RawDb empty(dir.file("empty.db")); }
   EXPECT_TRUE(ingester.ingest(dir.file("empty.db")).empty());
-  { RawDb newer(dir.file("newer.db")); newer.exec("PRAGMA user_version = 999"); }
+  {
+    RawDb newer(dir.file("newer.db"));
+    newer.exec("PRAGMA user_version = 999");
+  }
   EXPECT_THROW(ingester.ingest(dir.file("newer.db")), StoreInputError);
 }
 
@@ -237,19 +241,20 @@ TEST(RegisterPlan, PlansNewRunsAndNeverForgetsWhatARunRecorded) {
   ingester.ingest(job);
   RunRow a;
   a.run_id = "a";
-  a.peak_lr = 9.9;       // the job's own value stays
-  a.warmup_steps = 12;   // a column the job did not record is filled in
+  a.peak_lr = 9.9;      // the job's own value stays
+  a.warmup_steps = 12;  // a column the job did not record is filled in
   RunRow b;
   b.run_id = "b";
   b.peak_lr = 0.2;
   ingester.register_plan(SweepRow{"s", "s", std::string("spec v1"), std::nullopt}, {a, b});
   ingester.register_plan(SweepRow{"s", "s", std::string("spec v2"), std::nullopt}, {a, b});
   RawDb raw(sweep);
-  auto rows = raw.rows("SELECT run_id, sweep_id, status, attempts, peak_lr, warmup_steps, host "
-                       "FROM runs ORDER BY run_id");
+  auto rows = raw.rows(
+      "SELECT run_id, sweep_id, status, attempts, peak_lr, warmup_steps, host "
+      "FROM runs ORDER BY run_id");
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0], (std::vector<std::optional<std::string>>{"a", "s", "done", "1", "0.4", "12",
-                                                              "node7"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::optional<std::string>>{"a", "s", "done", "1", "0.4", "12", "node7"}));
   EXPECT_EQ(rows[1], (std::vector<std::optional<std::string>>{"b", "s", "planned", "0", "0.2",
                                                               std::nullopt, std::nullopt}));
   EXPECT_EQ(raw.value("SELECT spec_toml FROM sweeps"), "spec v2");

@@ -49,8 +49,8 @@ seeds = [0, 1]
   EXPECT_EQ(plan.excluded, 2u);
   EXPECT_EQ(plan.collapsed, 0u);
   ASSERT_EQ(plan.jobs.size(), 6u);
-  EXPECT_EQ(plan.coordinate_keys,
-            (std::vector<std::string>{"train.seed", "batch.global", "optim.name", "optim.scaling"}));
+  EXPECT_EQ(plan.coordinate_keys, (std::vector<std::string>{"train.seed", "batch.global",
+                                                            "optim.name", "optim.scaling"}));
   // Seed 0 of every batch size and optimizer before any seed 1.
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(plan.jobs[i].seed, 0) << i;
   for (size_t i = 3; i < 6; ++i) EXPECT_EQ(plan.jobs[i].seed, 1) << i;
@@ -59,7 +59,8 @@ seeds = [0, 1]
   EXPECT_EQ(find_job(plan, "train.seed=0 batch.global=64 optim.name=lamb optim.scaling=sqrt"),
             nullptr);
 
-  const Job* lamb = find_job(plan, "train.seed=1 batch.global=128 optim.name=lamb optim.scaling=sqrt");
+  const Job* lamb =
+      find_job(plan, "train.seed=1 batch.global=128 optim.name=lamb optim.scaling=sqrt");
   ASSERT_NE(lamb, nullptr);
   const auto lamb_cfg = config_of(*lamb);
   EXPECT_EQ(lamb_cfg.optim.name, "lamb");
@@ -67,7 +68,8 @@ seeds = [0, 1]
   EXPECT_EQ(lamb_cfg.train.seed, 1);
   EXPECT_NEAR(lamb->derived.peak_lr, 0.004 * std::sqrt(128.0 / 256.0), 1e-15);
 
-  const Job* sgd = find_job(plan, "train.seed=0 batch.global=128 optim.name=sgd optim.scaling=linear");
+  const Job* sgd =
+      find_job(plan, "train.seed=0 batch.global=128 optim.name=sgd optim.scaling=linear");
   ASSERT_NE(sgd, nullptr);
   EXPECT_DOUBLE_EQ(config_of(*sgd).optim.base_lr, 0.5);  // the when-clause did not touch sgd
   EXPECT_NEAR(sgd->derived.peak_lr, 0.5 * 128.0 / 256.0, 1e-15);
@@ -89,10 +91,10 @@ experiment = "base.toml"
   EXPECT_EQ(d64.train_size, 1000);
   EXPECT_EQ(d64.micro_batch, 32);
   EXPECT_EQ(d64.accum_steps, 2);
-  EXPECT_EQ(d64.steps_per_epoch, 15);      // floor(1000 / 64)
-  EXPECT_EQ(d64.dropped_per_epoch, 40);    // 1000 - 15 * 64
-  EXPECT_EQ(d64.warmup_steps, 15);         // warmup_epochs = 1
-  EXPECT_EQ(d64.total_steps, 30);          // epochs = 2
+  EXPECT_EQ(d64.steps_per_epoch, 15);    // floor(1000 / 64)
+  EXPECT_EQ(d64.dropped_per_epoch, 40);  // 1000 - 15 * 64
+  EXPECT_EQ(d64.warmup_steps, 15);       // warmup_epochs = 1
+  EXPECT_EQ(d64.total_steps, 30);        // epochs = 2
   EXPECT_NEAR(d64.peak_lr, 0.5 * std::sqrt(64.0 / 256.0), 1e-15);
   const auto& d256 = plan.jobs[1].derived;
   EXPECT_EQ(d256.accum_steps, 8);
@@ -150,8 +152,9 @@ experiment = "base.toml"
   EXPECT_DOUBLE_EQ(lr("optim.name=sgd batch.global=128"), 0.5);
   EXPECT_DOUBLE_EQ(lr("optim.name=lars batch.global=64"), 2.0);
   EXPECT_DOUBLE_EQ(lr("optim.name=lars batch.global=128"), 3.0);
-  EXPECT_DOUBLE_EQ(config_of(*find_job(plan, "optim.name=lars batch.global=128")).optim.trust_coefficient,
-                   0.002);
+  EXPECT_DOUBLE_EQ(
+      config_of(*find_job(plan, "optim.name=lars batch.global=128")).optim.trust_coefficient,
+      0.002);
 }
 
 TEST(Expand, SetAndNestedTablesApplyToEveryJob) {

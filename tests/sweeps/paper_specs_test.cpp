@@ -16,8 +16,9 @@ using cli::testing::run_batchlab;
 using cli::testing::shell_quote;
 
 nlohmann::json plan(const std::string& spec) {
-  const auto r = run_batchlab("sweep plan --format json " +
-                              shell_quote(std::string(BATCHLAB_SOURCE_DIR) + "/sweeps/specs/" + spec));
+  const auto r =
+      run_batchlab("sweep plan --format json " +
+                   shell_quote(std::string(BATCHLAB_SOURCE_DIR) + "/sweeps/specs/" + spec));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
 }
@@ -56,9 +57,9 @@ TEST(PaperSpecs, GoyalImagenet) {
   expect_peaks(p, {0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6});
   for (const auto& job : p["jobs"]) {
     // Every warmup starts at 0.1: warmup_start x peak.
-    EXPECT_NEAR(job["coordinates"]["schedule.warmup_start"].get<double>() *
-                    job["peak_lr"].get<double>(),
-                0.1, 1e-12);
+    EXPECT_NEAR(
+        job["coordinates"]["schedule.warmup_start"].get<double>() * job["peak_lr"].get<double>(),
+        0.1, 1e-12);
   }
 }
 
@@ -67,9 +68,9 @@ TEST(PaperSpecs, LarsResnet50) {
   ASSERT_FALSE(p.is_discarded());
   EXPECT_EQ(p["count"], 18);
   std::vector<double> quoted;
-  const std::vector<std::vector<double>> table = {{1.0, 2.0, 4.0},     {1.414, 2.828, 5.657},
-                                                  {2.0, 4.0, 8.0},     {2.828, 5.657, 11.31},
-                                                  {4.0, 8.0, 16.0},    {5.657, 11.31, 22.63}};
+  const std::vector<std::vector<double>> table = {{1.0, 2.0, 4.0},  {1.414, 2.828, 5.657},
+                                                  {2.0, 4.0, 8.0},  {2.828, 5.657, 11.31},
+                                                  {4.0, 8.0, 16.0}, {5.657, 11.31, 22.63}};
   for (const auto& row : table) quoted.insert(quoted.end(), row.begin(), row.end());
   ASSERT_EQ(p["jobs"].size(), quoted.size());
   for (size_t i = 0; i < quoted.size(); ++i) {
@@ -93,8 +94,8 @@ TEST(PaperSpecs, MiniLarsVsLamb) {
   ASSERT_FALSE(p.is_discarded());
   EXPECT_EQ(p["count"], 40);
   // The comment's ranges: the first and last rung of each optimizer and rule.
-  const std::vector<std::pair<double, double>> ranges = {{0.1, 12.8},  {0.1, 1.131}, {0.1, 12.8},
-                                                         {0.1, 1.131}, {4, 512},     {4, 45.25},
+  const std::vector<std::pair<double, double>> ranges = {{0.1, 12.8},  {0.1, 1.131},  {0.1, 12.8},
+                                                         {0.1, 1.131}, {4, 512},      {4, 45.25},
                                                          {0.02, 2.56}, {0.02, 0.2263}};
   const std::vector<int64_t> steps = {1024, 256, 64, 16, 8};
   for (size_t g = 0; g < ranges.size(); ++g) {

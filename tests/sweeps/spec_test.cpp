@@ -39,8 +39,8 @@ seeds = [0, 1]
   ASSERT_EQ(spec.dimensions.size(), 3u);
   EXPECT_EQ(spec.dimensions[0].kind, Dimension::Kind::seeds);
   EXPECT_EQ(spec.dimensions[2].kind, Dimension::Kind::zip);
-  EXPECT_EQ(spec.swept_keys(), (std::vector<std::string>{"train.seed", "batch.global",
-                                                         "optim.name", "optim.scaling"}));
+  EXPECT_EQ(spec.swept_keys(), (std::vector<std::string>{"train.seed", "batch.global", "optim.name",
+                                                         "optim.scaling"}));
   EXPECT_EQ(spec.dimensions[2].axes[1].values[1].text, "sqrt");
 }
 
@@ -146,8 +146,9 @@ runs_dir = "/tmp/somewhere/runs"
 "batch.global" = 128.0
 )");
   const SweepSpec spec = files.spec();
-  SweepFiles default_runs("schema_version = 1\n[sweep]\nname = \"d\"\nexperiment = \"base.toml\"\n"
-                          "results = \"/scratch/sweeps/d.db\"\n");
+  SweepFiles default_runs(
+      "schema_version = 1\n[sweep]\nname = \"d\"\nexperiment = \"base.toml\"\n"
+      "results = \"/scratch/sweeps/d.db\"\n");
   EXPECT_EQ(default_runs.spec().runs_dir, "/scratch/sweeps/runs/d");
   EXPECT_EQ(spec.results, "/tmp/somewhere/x.db");
   EXPECT_EQ(spec.runs_dir, "/tmp/somewhere/runs");

@@ -35,7 +35,9 @@ inline std::string tiny_base(int epochs = 2) {
          "eval_train_samples = 256\n"
          "[batch]\nglobal = 64\nmicro = 32\n"
          "[optim]\nname = \"sgd\"\nbase_lr = 0.05\n"
-         "[schedule]\nepochs = " + std::to_string(epochs) + "\n"
+         "[schedule]\nepochs = " +
+         std::to_string(epochs) +
+         "\n"
          "[train]\nthreads = 1\n";
 }
 
@@ -74,7 +76,9 @@ struct SweepDir {
     }
     return ids;
   }
-  results::QueryResult query(const std::string& sql) const { return results::query_readonly(db, sql); }
+  results::QueryResult query(const std::string& sql) const {
+    return results::query_readonly(db, sql);
+  }
   std::string value(const std::string& sql) const {
     auto r = query(sql);
     if (r.rows.size() != 1 || r.rows[0].size() != 1) return "<not one value>";
@@ -170,7 +174,8 @@ inline void expect_no_duplicate_rows(const SweepDir& s) {
         "SELECT count(*) FROM (SELECT 1 FROM evals GROUP BY run_id, step HAVING count(*) > 1)",
         "SELECT count(*) FROM (SELECT 1 FROM layer_stats GROUP BY run_id, step, layer "
         "HAVING count(*) > 1)",
-        "SELECT count(*) FROM (SELECT 1 FROM noise_scale GROUP BY run_id, step HAVING count(*) > 1)",
+        "SELECT count(*) FROM (SELECT 1 FROM noise_scale GROUP BY run_id, step HAVING count(*) > "
+        "1)",
         "SELECT count(*) FROM (SELECT 1 FROM milestones GROUP BY run_id, metric, target "
         "HAVING count(*) > 1)"}) {
     EXPECT_EQ(s.value(sql), "0") << sql;

@@ -43,9 +43,11 @@ TEST(SweepRun, KillNineMidRunThenRerunRunsOnlyWhatIsMissing) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the killed workers are gone
   auto job_state = [&](const std::string& id) {
     const std::string records = s.run_dir(id) + "/records.db";
-    const auto r = results::query_readonly(
-        records, "SELECT status || '|' || finished_at || '|' || attempts || '|' || "
-                 "(SELECT count(*) FROM steps) FROM runs WHERE run_id = '" + id + "'");
+    const auto r =
+        results::query_readonly(records,
+                                "SELECT status || '|' || finished_at || '|' || attempts || '|' || "
+                                "(SELECT count(*) FROM steps) FROM runs WHERE run_id = '" +
+                                    id + "'");
     return *r.rows.at(0).at(0) + "|" + read_file(s.run_dir(id) + "/log.txt");
   };
   std::map<std::string, std::string> finished;  // run id -> its records and log
@@ -70,28 +72,30 @@ TEST(SweepRun, KillNineMidRunThenRerunRunsOnlyWhatIsMissing) {
   for (const auto& id : ids) {
     const bool was_done = finished.count(id) > 0;
     EXPECT_EQ(second.output.find("start     " + id) != std::string::npos, !was_done)
-        << id << (was_done ? " was done and must not run again\n" : " must run\n")
-        << second.output;
+        << id << (was_done ? " was done and must not run again\n" : " must run\n") << second.output;
     EXPECT_EQ(s.value("SELECT status FROM runs WHERE run_id = '" + id + "'"), "done") << id;
     EXPECT_EQ(s.value("SELECT count(*) FROM steps WHERE run_id = '" + id + "'"),
               expected_steps(s, id))
         << id;
   }
   for (const auto& [id, before] : finished) {
-    EXPECT_EQ(job_state(id), before) << id << " was finished before the kill: it must not run again";
+    EXPECT_EQ(job_state(id), before)
+        << id << " was finished before the kill: it must not run again";
   }
   for (const auto& [id, before] : folded) {
-    EXPECT_EQ(s.value("SELECT finished_at || '|' || attempts FROM runs WHERE run_id = '" + id + "'"),
-              before)
+    EXPECT_EQ(
+        s.value("SELECT finished_at || '|' || attempts FROM runs WHERE run_id = '" + id + "'"),
+        before)
         << id << " was folded before the kill and must stay untouched";
   }
   testing::expect_no_duplicate_rows(s);
 }
 
 TEST(SweepRun, FourWorkersWriteConcurrentlyWithoutLockErrorsOrLostRows) {
-  SweepDir s("four", "seeds = [0, 1]\n[grid]\n\"batch.global\" = [64, 128]\n"
-                     "\"optim.name\" = [\"sgd\", \"adamw\"]\n[when.\"optim.name=adamw\"]\n"
-                     "\"optim.base_lr\" = 0.002\n");
+  SweepDir s("four",
+             "seeds = [0, 1]\n[grid]\n\"batch.global\" = [64, 128]\n"
+             "\"optim.name\" = [\"sgd\", \"adamw\"]\n[when.\"optim.name=adamw\"]\n"
+             "\"optim.base_lr\" = 0.002\n");
   Background run({"sweep", "run", s.spec, "--workers", "4"}, (s.dir.path / "run.log").string());
   // Readers beside the writers: `sweep status` (read-only while the coordinator runs) and queries.
   std::string readers;
@@ -211,8 +215,9 @@ TEST(SweepPlan, AnEditedSpecGetsNewIdsAndNamesTheRunsThatNoLongerBelong) {
   const auto before = s.run_ids();
   ASSERT_EQ(s.sweep("run").exit_code, 0);
   // The 128 job's config changes (a when-clause), 64 stays, 256 is new.
-  s.write_spec("[grid]\n\"batch.global\" = [64, 128, 256]\n[when.\"batch.global=128\"]\n"
-               "\"optim.base_lr\" = 0.1\n");
+  s.write_spec(
+      "[grid]\n\"batch.global\" = [64, 128, 256]\n[when.\"batch.global=128\"]\n"
+      "\"optim.base_lr\" = 0.1\n");
   const auto after = s.run_ids();
   ASSERT_EQ(after.size(), 3u);
   EXPECT_EQ(after[0], before[0]);
@@ -233,8 +238,9 @@ TEST(SweepPlan, AnEditedSpecGetsNewIdsAndNamesTheRunsThatNoLongerBelong) {
 }
 
 TEST(SweepPlan, InvalidSpecsExitTwoWithEveryProblem) {
-  SweepDir s("bad", "[grid]\n\"batch.global\" = [64, 100]\n[when.\"optim.name=lars\"]\n"
-                    "\"optim.base_lr\" = 1.0\n");
+  SweepDir s("bad",
+             "[grid]\n\"batch.global\" = [64, 100]\n[when.\"optim.name=lars\"]\n"
+             "\"optim.base_lr\" = 1.0\n");
   auto plan = s.sweep("plan");
   EXPECT_EQ(plan.exit_code, 2) << plan.output;
   EXPECT_NE(plan.output.find("optim.name = \"lars\": is not swept"), std::string::npos)

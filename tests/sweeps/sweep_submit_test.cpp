@@ -17,26 +17,29 @@ using testing::SweepDir;
 
 TEST(SweepSubmit, DryRunWritesOneArrayAndATaskRunsItsJobThroughASnapshot) {
   SweepDir s("array", "[grid]\n\"batch.global\" = [64, 128]\n", /*epochs=*/1);
-  auto submit = s.sweep("submit --slurm --partition debug --time 00:05:00 --max-parallel 1 "
-                        "--gpus-per-job 1 --sbatch-arg=--account=lab --dry-run");
+  auto submit = s.sweep(
+      "submit --slurm --partition debug --time 00:05:00 --max-parallel 1 "
+      "--gpus-per-job 1 --sbatch-arg=--account=lab --dry-run");
   ASSERT_EQ(submit.exit_code, 0) << submit.output;
   EXPECT_NE(submit.output.find("not submitted (--dry-run)"), std::string::npos) << submit.output;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(submit.output, m, std::regex("wrote (\\S+\\.sbatch)")))
       << submit.output;
   const std::string script = read_file(m[1]);
-  for (const char* line : {"#SBATCH --array=0-1%1", "#SBATCH --partition=debug",
-                           "#SBATCH --time=00:05:00", "#SBATCH --gres=gpu:1",
-                           "#SBATCH --cpus-per-task=1", "#SBATCH --account=lab",
-                           "sweep slurm-task"}) {
+  for (const char* line :
+       {"#SBATCH --array=0-1%1", "#SBATCH --partition=debug", "#SBATCH --time=00:05:00",
+        "#SBATCH --gres=gpu:1", "#SBATCH --cpus-per-task=1", "#SBATCH --account=lab",
+        "sweep slurm-task"}) {
     EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
   }
-  const std::string tasks = std::regex_replace(std::string(m[1]), std::regex("\\.sbatch$"), ".tasks");
+  const std::string tasks =
+      std::regex_replace(std::string(m[1]), std::regex("\\.sbatch$"), ".tasks");
   const auto ids = s.run_ids();
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_EQ(read_file(tasks), s.run_dir(ids[0]) + "\n" + s.run_dir(ids[1]) + "\n");
   // The plan is registered: both runs are planned in the sweep database.
-  EXPECT_EQ(s.value("SELECT count(*) FROM runs WHERE status = 'planned' AND sweep_id = 'array'"), "2");
+  EXPECT_EQ(s.value("SELECT count(*) FROM runs WHERE status = 'planned' AND sweep_id = 'array'"),
+            "2");
 
   auto task = testing::run_batchlab("sweep slurm-task " + testing::shell_quote(tasks) + " 1");
   ASSERT_EQ(task.exit_code, 0) << task.output << read_file(s.run_dir(ids[1]) + "/log.txt");

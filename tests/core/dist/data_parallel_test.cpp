@@ -16,15 +16,18 @@ namespace {
 using train::testing::RecordingReporter;
 using train::testing::ToyTask;
 
-// A convolution (no bias: batch norm follows, as in ResNets), a ghost batch norm over groups of `group` samples, ReLU, average pooling and a
-// linear layer, on random 8x8 images with labels from their mean brightness per quadrant.
+// A convolution (no bias: batch norm follows, as in ResNets), a ghost batch norm over groups of
+// `group` samples, ReLU, average pooling and a linear layer, on random 8x8 images with labels from
+// their mean brightness per quadrant.
 struct GhostNet : torch::nn::Module {
   explicit GhostNet(int64_t group)
-      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1).bias(false)))),
-        bn(register_module("bn", models::GhostBatchNorm2d(models::GhostBatchNormOptions{4, group}))),
+      : conv(register_module(
+            "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1).bias(false)))),
+        bn(register_module("bn",
+                           models::GhostBatchNorm2d(models::GhostBatchNormOptions{4, group}))),
         fc(register_module("fc", torch::nn::Linear(4 * 4, 4))) {}
   torch::Tensor forward(const torch::Tensor& x) {
-    auto h = torch::relu(bn(conv(x)));                              // [B, 4, 8, 8]
+    auto h = torch::relu(bn(conv(x)));                            // [B, 4, 8, 8]
     return fc(torch::adaptive_avg_pool2d(h, {2, 2}).flatten(1));  // [B, 4]
   }
   torch::nn::Conv2d conv;
@@ -34,13 +37,15 @@ struct GhostNet : torch::nn::Module {
 
 class GhostTask : public train::Task {
  public:
-  explicit GhostTask(int64_t group) : net_((torch::manual_seed(11), std::make_shared<GhostNet>(group))) {
+  explicit GhostTask(int64_t group)
+      : net_((torch::manual_seed(11), std::make_shared<GhostNet>(group))) {
     x_ = torch::randn({256, 1, 8, 8});
     y_ = torch::randint(0, 4, {256}, torch::kInt64);
   }
   torch::nn::Module& model() override { return *net_; }
   int64_t size(train::Split s) const override { return s == train::Split::train ? 256 : 64; }
-  train::Batch make_batch(train::Split, const torch::Tensor& idx, std::optional<uint64_t>) override {
+  train::Batch make_batch(train::Split, const torch::Tensor& idx,
+                          std::optional<uint64_t>) override {
     return {x_.index_select(0, idx), y_.index_select(0, idx), idx.size(0), {}};
   }
   train::BatchOutput forward(const train::Batch& b) override {
@@ -111,7 +116,8 @@ Trained two_ranks(const std::string& optimizer, int64_t micro, MakeTask make, do
     for (const auto& p : task->named_parameters()) mine.params.push_back(p.tensor.detach().clone());
   });
   for (size_t i = 0; i < out[0].params.size(); ++i) {
-    EXPECT_TRUE(torch::equal(out[0].params[i], out[1].params[i])) << "ranks differ at parameter " << i;
+    EXPECT_TRUE(torch::equal(out[0].params[i], out[1].params[i]))
+        << "ranks differ at parameter " << i;
   }
   return std::move(out[0]);
 }
@@ -119,16 +125,19 @@ Trained two_ranks(const std::string& optimizer, int64_t micro, MakeTask make, do
 void expect_same_training(const Trained& one, const Trained& two, const std::string& what) {
   ASSERT_EQ(one.params.size(), two.params.size());
   for (size_t i = 0; i < one.params.size(); ++i) {
-    EXPECT_LT(max_relative_difference(one.params[i], two.params[i]), 1e-5) << what << " parameter " << i;
+    EXPECT_LT(max_relative_difference(one.params[i], two.params[i]), 1e-5)
+        << what << " parameter " << i;
   }
   ASSERT_EQ(one.records.steps.size(), 6u);
   ASSERT_EQ(two.records.steps.size(), 6u);
   for (size_t s = 0; s < 6; ++s) {
     // The recorded loss is the mean over the whole global batch, not over rank 0's share.
     EXPECT_NEAR(one.records.steps[s].train_loss, two.records.steps[s].train_loss,
-                1e-5 * one.records.steps[s].train_loss) << what << " step " << s;
+                1e-5 * one.records.steps[s].train_loss)
+        << what << " step " << s;
     EXPECT_NEAR(one.records.steps[s].grad_norm, two.records.steps[s].grad_norm,
-                1e-5 * one.records.steps[s].grad_norm) << what << " step " << s;
+                1e-5 * one.records.steps[s].grad_norm)
+        << what << " step " << s;
   }
   EXPECT_EQ(two.records.geometry.world_size, 2);
   EXPECT_EQ(two.records.geometry.global_batch, one.records.geometry.global_batch);
@@ -155,7 +164,8 @@ TEST(DataParallel, TwoGlooRanksMatchOneProcessWithTwiceTheMicroBatch) {
 TEST(DataParallel, ManySmallBucketsGiveTheSameResult) {
   // 1e-4 MiB (~100 bytes): a bucket per parameter, launched while backward still runs.
   auto make = [] { return std::make_unique<ToyTask>(); };
-  expect_same_training(single_process("sgd", 32, make), two_ranks("sgd", 16, make, 1e-4), "small buckets");
+  expect_same_training(single_process("sgd", 32, make), two_ranks("sgd", 16, make, 1e-4),
+                       "small buckets");
 }
 
 TEST(DataParallel, GhostBatchNormRanksMatchOneProcess) {
@@ -188,7 +198,8 @@ TEST(DataParallel, RanksStartFromRankZerosWeights) {
   for (auto& task : tasks) {
     auto mine = task.named_parameters();
     for (size_t i = 0; i < mine.size(); ++i) {
-      EXPECT_TRUE(torch::equal(mine[i].tensor.detach(), expected[i].tensor.detach())) << mine[i].name;
+      EXPECT_TRUE(torch::equal(mine[i].tensor.detach(), expected[i].tensor.detach()))
+          << mine[i].name;
     }
   }
 }
@@ -202,7 +213,8 @@ TEST(DataParallel, NoiseScaleUsesEachRanksGradientAgainstTheAveragedOne) {
   ToyTask tasks[2];
   testing::run_ranks(2, [&](int64_t rank, std::shared_ptr<ProcessGroupDataParallel> dp) {
     auto& task = tasks[rank];
-    auto options = options_for("sgd", 32);  // accumulation 1: only the data-parallel estimate applies
+    auto options =
+        options_for("sgd", 32);  // accumulation 1: only the data-parallel estimate applies
     options.train.noise_scale = true;
     options.data_parallel = dp;
     NoiseRecorder rec;

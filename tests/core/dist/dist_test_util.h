@@ -44,9 +44,10 @@ inline Rendezvous loopback(int64_t rank, int64_t world, int port) {
 }
 
 // Calls body(rank, data_parallel) on `world` threads; rethrows the first exception of any rank.
-inline void run_ranks(int64_t world,
-                      const std::function<void(int64_t, std::shared_ptr<ProcessGroupDataParallel>)>& body,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+inline void run_ranks(
+    int64_t world,
+    const std::function<void(int64_t, std::shared_ptr<ProcessGroupDataParallel>)>& body,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   const int port = free_port();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
@@ -55,7 +56,8 @@ inline void run_ranks(int64_t world,
       try {
         GroupOptions options;
         options.timeout = timeout;
-        auto dp = std::make_shared<ProcessGroupDataParallel>(connect(loopback(r, world, port), options));
+        auto dp =
+            std::make_shared<ProcessGroupDataParallel>(connect(loopback(r, world, port), options));
         body(r, dp);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();

@@ -17,8 +17,8 @@ using train::testing::RecordingReporter;
 using train::testing::ToyTask;
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("dp-resume-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(std::rand()));
+  fs::path path = fs::temp_directory_path() /
+                  ("dp-resume-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
 };

@@ -42,7 +42,8 @@ class FakeGroup : public ProcessGroup {
 
 struct Mlp : torch::nn::Module {
   Mlp() {
-    for (int i = 0; i < 4; ++i) layers.push_back(register_module("l" + std::to_string(i), torch::nn::Linear(32, 32)));
+    for (int i = 0; i < 4; ++i)
+      layers.push_back(register_module("l" + std::to_string(i), torch::nn::Linear(32, 32)));
   }
   torch::Tensor forward(torch::Tensor x) {
     for (auto& l : layers) x = torch::tanh(l(x));
@@ -69,7 +70,8 @@ TEST(GradientBuckets, AllReducesStartDuringBackwardAndGradientsAreAveraged) {
   torch::manual_seed(0);
   Mlp net, reference;
   torch::NoGradGuard no_grad_copy;
-  for (size_t i = 0; i < net.parameters().size(); ++i) reference.parameters()[i].copy_(net.parameters()[i]);
+  for (size_t i = 0; i < net.parameters().size(); ++i)
+    reference.parameters()[i].copy_(net.parameters()[i]);
   auto x1 = torch::randn({8, 32}), x2 = torch::randn({8, 32});
   {
     torch::AutoGradMode enable(true);
@@ -97,7 +99,8 @@ TEST(GradientBuckets, AllReducesStartDuringBackwardAndGradientsAreAveraged) {
     double expected_sq = 0.0;
     for (size_t i = 0; i < net.parameters().size(); ++i) {
       // 3 identical ranks averaged: the local accumulated gradient itself.
-      EXPECT_TRUE(torch::allclose(net.parameters()[i].grad(), reference.parameters()[i].grad(), 1e-6, 1e-6))
+      EXPECT_TRUE(
+          torch::allclose(net.parameters()[i].grad(), reference.parameters()[i].grad(), 1e-6, 1e-6))
           << "parameter " << i;
       expected_sq += reference.parameters()[i].grad().pow(2).sum().item<double>();
     }
@@ -111,7 +114,7 @@ TEST(GradientBuckets, UnusedParametersStillJoinTheirBucket) {
   torch::manual_seed(0);
   Mlp net;
   GradientBuckets buckets(group, net.parameters(), 25.0);  // one bucket for everything
-  auto loss = net.layers[0](torch::randn({4, 32})).sum();   // only layer 0 takes part
+  auto loss = net.layers[0](torch::randn({4, 32})).sum();  // only layer 0 takes part
   buckets.arm(false);
   loss.backward();
   EXPECT_TRUE(group.calls.empty());  // the bucket waits for the unused parameters...

@@ -1,12 +1,12 @@
 #include "core/optim/factory.h"
 
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "core/errors.h"
 #include "core/optim/lamb.h"
@@ -121,8 +121,7 @@ TEST(MakeOptimizer, LarsGetsConfigOptionsAndPerGroupAdaptation) {
   EXPECT_TRUE(rest.lr_in_momentum());
   EXPECT_TRUE(t->groups()[1].adapt);
   EXPECT_FALSE(t->groups()[0].adapt);
-  EXPECT_EQ(t->groups()[0].names,
-            (std::vector<std::string>{"bn.weight", "bn.bias", "fc.bias"}));
+  EXPECT_EQ(t->groups()[0].names, (std::vector<std::string>{"bn.weight", "bn.bias", "fc.bias"}));
   EXPECT_EQ(t->groups()[1].names, (std::vector<std::string>{"conv.weight", "fc.weight"}));
 }
 

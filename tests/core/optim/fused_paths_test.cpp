@@ -1,12 +1,12 @@
 // The fused CPU loops against the ATen-op path and against scalar references: every tail length,
 // tensors spanning many chunks, float32 and float64, one vs two threads (bitwise), non-contiguous
 // parameters, and the global gradient norm.
-#include <cmath>
-#include <vector>
-
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <cmath>
+#include <vector>
 
 #include "core/optim/fused_kernels.h"
 #include "core/optim/grad_clip.h"
@@ -107,23 +107,27 @@ std::vector<torch::Tensor> trajectory(torch::ScalarType dtype, bool fused, int t
   return params;
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_lars(const std::vector<torch::Tensor>& p, bool fused) {
+std::unique_ptr<torch::optim::Optimizer> make_lars(const std::vector<torch::Tensor>& p,
+                                                   bool fused) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<torch::Tensor>{p[0], p[1], p[4]},
-                      std::make_unique<LarsOptions>(LarsOptions(2.0).momentum(0.9).weight_decay(1e-4)
-                                                        .nesterov(true).trust_clip(true)
-                                                        .fused(fused)));
-  groups.emplace_back(std::vector<torch::Tensor>{p[2], p[3]},
-                      std::make_unique<LarsOptions>(LarsOptions(2.0).momentum(0.9).adapt(false)
-                                                        .lr_in_momentum(true).fused(fused)));
+  groups.emplace_back(
+      std::vector<torch::Tensor>{p[0], p[1], p[4]},
+      std::make_unique<LarsOptions>(
+          LarsOptions(2.0).momentum(0.9).weight_decay(1e-4).nesterov(true).trust_clip(true).fused(
+              fused)));
+  groups.emplace_back(
+      std::vector<torch::Tensor>{p[2], p[3]},
+      std::make_unique<LarsOptions>(
+          LarsOptions(2.0).momentum(0.9).adapt(false).lr_in_momentum(true).fused(fused)));
   return std::make_unique<Lars>(groups);
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_lamb(const std::vector<torch::Tensor>& p, bool fused) {
+std::unique_ptr<torch::optim::Optimizer> make_lamb(const std::vector<torch::Tensor>& p,
+                                                   bool fused) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<torch::Tensor>{p[0], p[1], p[4]},
-                      std::make_unique<LambOptions>(LambOptions(0.01).weight_decay(0.01)
-                                                        .fused(fused)));
+  groups.emplace_back(
+      std::vector<torch::Tensor>{p[0], p[1], p[4]},
+      std::make_unique<LambOptions>(LambOptions(0.01).weight_decay(0.01).fused(fused)));
   groups.emplace_back(std::vector<torch::Tensor>{p[2], p[3]},
                       std::make_unique<LambOptions>(LambOptions(0.01).adapt(false).fused(fused)));
   return std::make_unique<Lamb>(groups, LambOptions(0.01).max_grad_norm(1.0));
@@ -164,7 +168,8 @@ TEST(FusedPaths, ThreadCountDoesNotChangeABit) {
 }
 
 TEST(FusedPaths, NonContiguousParametersTakeTheRightPath) {
-  // Transposed (dense, non-contiguous) and strided (non-dense) parameters against contiguous copies.
+  // Transposed (dense, non-contiguous) and strided (non-dense) parameters against contiguous
+  // copies.
   for (bool lamb : {false, true}) {
     torch::manual_seed(21);
     torch::Tensor base = torch::randn({24, 40});

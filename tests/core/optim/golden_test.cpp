@@ -1,17 +1,18 @@
-// Reproduces the float64 trajectories of timm's Lars and Lamb (timm/optim/lars.py, lamb.py at commit
-// 9d8ccd2b) vendored in tests/data/golden/optim: every parameter after every step, relative error
-// below 1e-9, through both the fused CPU loops and the ATen-op path, with one and two threads.
+// Reproduces the float64 trajectories of timm's Lars and Lamb (timm/optim/lars.py, lamb.py at
+// commit 9d8ccd2b) vendored in tests/data/golden/optim: every parameter after every step, relative
+// error below 1e-9, through both the fused CPU loops and the ATen-op path, with one and two
+// threads.
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <ATen/Parallel.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "core/optim/lamb.h"
 #include "core/optim/lars.h"
@@ -40,8 +41,8 @@ torch::Tensor tensor_of(const json& values, const std::vector<int64_t>& shape) {
 }
 
 // Largest relative error over the elements, each measured against max(|expected|, 1e-3 * the
-// tensor's largest |expected|): a parameter entry that happens to pass close to zero (fc.bias starts
-// at zero) is compared on the scale of its tensor instead of its own vanishing magnitude.
+// tensor's largest |expected|): a parameter entry that happens to pass close to zero (fc.bias
+// starts at zero) is compared on the scale of its tensor instead of its own vanishing magnitude.
 double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
   const double scale = want.abs().max().item<double>();
   const torch::Tensor denom = want.abs().clamp_min(std::max(1e-3 * scale, 1e-300));
@@ -78,8 +79,8 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
   for (const json& p : doc.at("params")) {
-    params.push_back(tensor_of(p.at("init"), p.at("shape").get<std::vector<int64_t>>())
-                         .set_requires_grad(true));
+    params.push_back(
+        tensor_of(p.at("init"), p.at("shape").get<std::vector<int64_t>>()).set_requires_grad(true));
     names.push_back(p.at("name").get<std::string>());
   }
 
@@ -123,10 +124,12 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
   }
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (kind == "lars") {
-    optimizer = std::make_unique<Lars>(groups, static_cast<const LarsOptions&>(groups[0].options()));
+    optimizer =
+        std::make_unique<Lars>(groups, static_cast<const LarsOptions&>(groups[0].options()));
   } else {
     ASSERT_EQ(kind, "lamb");
-    optimizer = std::make_unique<Lamb>(groups, static_cast<const LambOptions&>(groups[0].options()));
+    optimizer =
+        std::make_unique<Lamb>(groups, static_cast<const LambOptions&>(groups[0].options()));
   }
 
   int step = 0;

@@ -2,12 +2,12 @@
 // groups, and state round-trips through torch::save / torch::load.
 #include "core/optim/lamb.h"
 
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include <cmath>
 #include <sstream>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "core/errors.h"
 
@@ -21,7 +21,10 @@ torch::Tensor leaf(std::vector<double> values) {
 class LambByHand : public testing::TestWithParam<bool> {
  protected:
   LambOptions base(double lr) const {
-    return LambOptions(lr).betas(std::make_tuple(0.9, 0.999)).eps(0.0).max_grad_norm(0.0)
+    return LambOptions(lr)
+        .betas(std::make_tuple(0.9, 0.999))
+        .eps(0.0)
+        .max_grad_norm(0.0)
         .fused(GetParam());
   }
 };
@@ -165,9 +168,16 @@ TEST(LambSerialization, StateRoundTripsThroughSaveAndLoad) {
 }
 
 TEST(LambOptionsTest, SerializeRoundTripAndValidation) {
-  const LambOptions o = LambOptions(0.3).betas(std::make_tuple(0.8, 0.95)).eps(1e-7)
-                            .weight_decay(0.1).bias_correction(false).grad_averaging(false)
-                            .max_grad_norm(2.0).trust_clip(true).always_adapt(true).adapt(false);
+  const LambOptions o = LambOptions(0.3)
+                            .betas(std::make_tuple(0.8, 0.95))
+                            .eps(1e-7)
+                            .weight_decay(0.1)
+                            .bias_correction(false)
+                            .grad_averaging(false)
+                            .max_grad_norm(2.0)
+                            .trust_clip(true)
+                            .always_adapt(true)
+                            .adapt(false);
   torch::serialize::OutputArchive out;
   o.serialize(out);
   std::stringstream s;

@@ -2,11 +2,11 @@
 // and state round-trips through torch::save / torch::load.
 #include "core/optim/lars.h"
 
-#include <sstream>
-#include <vector>
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <sstream>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -24,7 +24,10 @@ class MomentumForms : public testing::TestWithParam<bool> {
   // Runs the given LRs and returns w after each step.
   std::vector<double> run(bool lr_in_momentum, const std::vector<double>& lrs) {
     torch::Tensor w = leaf({1.0});
-    Lars opt({w}, LarsOptions(0.0).momentum(0.9).adapt(false).lr_in_momentum(lr_in_momentum)
+    Lars opt({w}, LarsOptions(0.0)
+                      .momentum(0.9)
+                      .adapt(false)
+                      .lr_in_momentum(lr_in_momentum)
                       .fused(GetParam()));
     std::vector<double> out;
     for (double lr : lrs) {
@@ -99,8 +102,12 @@ TEST_P(LarsByHand, TrustRatioScalesTheGradient) {
   //       = (3 - 0.06, 4 - 0.08) = (2.94, 3.92), in both conventions.
   for (bool inside : {false, true}) {
     torch::Tensor w = leaf({3.0, 4.0});
-    Lars opt({w}, LarsOptions(2.0).momentum(0.0).trust_coefficient(0.01).eps(0.0)
-                      .lr_in_momentum(inside).fused(GetParam()));
+    Lars opt({w}, LarsOptions(2.0)
+                      .momentum(0.0)
+                      .trust_coefficient(0.01)
+                      .eps(0.0)
+                      .lr_in_momentum(inside)
+                      .fused(GetParam()));
     w.mutable_grad() = torch::tensor({0.6, 0.8}, torch::kFloat64);
     opt.step();
     EXPECT_NEAR(w[0].item<double>(), 2.94, 1e-12);
@@ -116,8 +123,9 @@ TEST_P(LarsByHand, WeightDecayEntersNormAndDirection) {
   // ratio = 0.01 * 5 / (1 + 0.1 * 5) = 0.05 / 1.5 = 1/30
   // d = (g + 0.1 w) * ratio = (0.9, 1.2) / 30 = (0.03, 0.04); lr 1: w = (2.97, 3.96)
   torch::Tensor w = leaf({3.0, 4.0});
-  Lars opt({w}, LarsOptions(1.0).momentum(0.0).weight_decay(0.1).trust_coefficient(0.01).eps(0.0)
-                    .fused(GetParam()));
+  Lars opt({w},
+           LarsOptions(1.0).momentum(0.0).weight_decay(0.1).trust_coefficient(0.01).eps(0.0).fused(
+               GetParam()));
   w.mutable_grad() = torch::tensor({0.6, 0.8}, torch::kFloat64);
   opt.step();
   EXPECT_NEAR(w[0].item<double>(), 2.97, 1e-12);
@@ -129,11 +137,12 @@ TEST_P(LarsByHand, LarcClipCapsTheEffectiveRateAtTheLearningRate) {
   // ratio = 0.05 (as above). lr = 0.02: ratio / lr = 2.5 -> clipped to 1: w -= 0.02 * g
   //   = (3 - 0.012, 4 - 0.016) = (2.988, 3.984)
   // lr = 0.1: ratio / lr = 0.5 (not clipped): w -= 0.1 * 0.5 * g = (2.97, 3.96)
-  for (auto [lr, w0, w1, applied] : {std::tuple{0.02, 2.988, 3.984, 1.0},
-                                     std::tuple{0.1, 2.97, 3.96, 0.5}}) {
+  for (auto [lr, w0, w1, applied] :
+       {std::tuple{0.02, 2.988, 3.984, 1.0}, std::tuple{0.1, 2.97, 3.96, 0.5}}) {
     torch::Tensor w = leaf({3.0, 4.0});
-    Lars opt({w}, LarsOptions(lr).momentum(0.0).trust_coefficient(0.01).eps(0.0).trust_clip(true)
-                      .fused(GetParam()));
+    Lars opt({w},
+             LarsOptions(lr).momentum(0.0).trust_coefficient(0.01).eps(0.0).trust_clip(true).fused(
+                 GetParam()));
     w.mutable_grad() = torch::tensor({0.6, 0.8}, torch::kFloat64);
     opt.step();
     EXPECT_NEAR(w[0].item<double>(), w0, 1e-12) << "lr " << lr;
@@ -171,8 +180,13 @@ TEST_P(LarsByHand, ZeroNormsGiveRatioOne) {
 
 TEST_P(LarsByHand, AlwaysAdaptOverridesAdaptFalse) {
   torch::Tensor w = leaf({3.0, 4.0});
-  Lars opt({w}, LarsOptions(2.0).momentum(0.0).trust_coefficient(0.01).eps(0.0).adapt(false)
-                    .always_adapt(true).fused(GetParam()));
+  Lars opt({w}, LarsOptions(2.0)
+                    .momentum(0.0)
+                    .trust_coefficient(0.01)
+                    .eps(0.0)
+                    .adapt(false)
+                    .always_adapt(true)
+                    .fused(GetParam()));
   w.mutable_grad() = torch::tensor({0.6, 0.8}, torch::kFloat64);
   opt.step();
   EXPECT_NEAR(w[0].item<double>(), 2.94, 1e-12);  // as in TrustRatioScalesTheGradient
@@ -239,9 +253,16 @@ TEST(LarsSerialization, StateRoundTripsThroughSaveAndLoad) {
 }
 
 TEST(LarsOptionsTest, SerializeRoundTripAndValidation) {
-  const LarsOptions o = LarsOptions(0.3).momentum(0.8).weight_decay(1e-3).nesterov(true)
-                            .trust_coefficient(0.02).eps(1e-9).trust_clip(true).always_adapt(true)
-                            .adapt(false).lr_in_momentum(true);
+  const LarsOptions o = LarsOptions(0.3)
+                            .momentum(0.8)
+                            .weight_decay(1e-3)
+                            .nesterov(true)
+                            .trust_coefficient(0.02)
+                            .eps(1e-9)
+                            .trust_clip(true)
+                            .always_adapt(true)
+                            .adapt(false)
+                            .lr_in_momentum(true);
   torch::serialize::OutputArchive out;
   o.serialize(out);
   std::stringstream s;

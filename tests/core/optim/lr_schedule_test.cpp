@@ -1,9 +1,9 @@
 #include "core/optim/lr_schedule.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/errors.h"
 
@@ -75,7 +75,7 @@ TEST_P(EveryDecayAndScaling, PinnedValues) {
     const LrSchedule s(epoch_schedule(decay), peak, 100);
     EXPECT_EQ(s.total_steps(), 1000);
     EXPECT_EQ(s.warmup_steps(), 100);
-    EXPECT_NEAR(s.at_step(0), 0.1 * p, kTol);                // warmup_start * P
+    EXPECT_NEAR(s.at_step(0), 0.1 * p, kTol);                 // warmup_start * P
     EXPECT_NEAR(s.at_step(50), (0.1 + 0.9 * 0.5) * p, kTol);  // halfway up: 0.55 P
     EXPECT_NEAR(s.at_step(100), p, kTol);                     // warmup end: the peak
     const std::string d = decay;
@@ -83,7 +83,7 @@ TEST_P(EveryDecayAndScaling, PinnedValues) {
       EXPECT_NEAR(s.at_step(550), p, kTol);
       EXPECT_NEAR(s.at_step(1000), p, kTol);
     } else if (d == "linear") {
-      EXPECT_NEAR(s.at_step(550), p + (end - p) * 0.5, kTol);  // (P + 0.004) / 2
+      EXPECT_NEAR(s.at_step(550), p + (end - p) * 0.5, kTol);              // (P + 0.004) / 2
       EXPECT_NEAR(s.at_step(999), p + (end - p) * (899.0 / 900.0), kTol);  // last update
       EXPECT_NEAR(s.at_step(1000), end, kTol);
     } else if (d == "poly") {
@@ -116,8 +116,8 @@ INSTANTIATE_TEST_SUITE_P(Scaling, EveryDecayAndScaling,
 TEST(LrSchedule, WarmupBySteps) {
   config::ScheduleConfig c;
   c.steps = 110;
-  c.warmup_steps = 10;  // from 0 (warmup_start default)
-  c.decay = "linear";   // to end_lr 0
+  c.warmup_steps = 10;            // from 0 (warmup_start default)
+  c.decay = "linear";             // to end_lr 0
   const LrSchedule s(c, 1.0, 0);  // steps_per_epoch unused
   EXPECT_EQ(s.total_steps(), 110);
   EXPECT_EQ(s.warmup_steps(), 10);
@@ -139,8 +139,8 @@ TEST(LrSchedule, WarmupByFraction) {
   c.end_lr = 0.5;
   const LrSchedule s(c, 2.0, 0);
   EXPECT_EQ(s.warmup_steps(), 20);
-  EXPECT_DOUBLE_EQ(s.at_step(10), 1.0);   // half of the peak
-  EXPECT_DOUBLE_EQ(s.at_step(20), 2.0);   // peak
+  EXPECT_DOUBLE_EQ(s.at_step(10), 1.0);    // half of the peak
+  EXPECT_DOUBLE_EQ(s.at_step(20), 2.0);    // peak
   EXPECT_DOUBLE_EQ(s.at_step(110), 1.25);  // 0.5 + 1.5 * (1 - 0.5)
   EXPECT_DOUBLE_EQ(s.at_step(200), 0.5);
 }
@@ -191,8 +191,8 @@ TEST(LrSchedule, BudgetFollowsTheInjectedClock) {
   clock.advance(400.0);  // overrun (the last step ended late): stays at the end value
   EXPECT_NEAR(s.current(0, clock.elapsed()), 0.0, kTol);
 
-  // The LR depends on the clock only: a slow and a fast run agree at the same elapsed time, whatever
-  // their step counts.
+  // The LR depends on the clock only: a slow and a fast run agree at the same elapsed time,
+  // whatever their step counts.
   EXPECT_DOUBLE_EQ(s.current(10, 1000.0), s.current(10000, 1000.0));
   EXPECT_DOUBLE_EQ(s.current(10, 1000.0), s.at_progress(1000.0 / 3600.0));
 }

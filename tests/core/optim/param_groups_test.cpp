@@ -1,10 +1,10 @@
 #include "core/optim/param_groups.h"
 
-#include <string>
-#include <vector>
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <string>
+#include <vector>
 
 #include "core/errors.h"
 

@@ -17,8 +17,8 @@ using testing::RecordingReporter;
 using testing::ToyTask;
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ckpt-test-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(std::rand()));
+  fs::path path = fs::temp_directory_path() /
+                  ("ckpt-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
 };
@@ -69,7 +69,8 @@ TEST(Checkpoint, ResumedRunEndsWithTheSameWeightsAndContinuesTheSeries) {
   auto store = std::make_shared<CheckpointStore>(dir.path.string());
   std::atomic<bool> stop{false};
   {
-    // Checkpoints every 4 steps; stopped after step index 9 (10 updates): the stop writes one at 10.
+    // Checkpoints every 4 steps; stopped after step index 9 (10 updates): the stop writes one
+    // at 10.
     ToyTask task;
     StopAfter stopper;
     stopper.flag = &stop;
@@ -135,7 +136,8 @@ TEST(Checkpoint, CorruptNewestFallsBackWithAWarning) {
   std::vector<std::string> warnings;
   ToyTask fresh(256, 128, 99);
   auto fresh_opt = optim::make_optimizer(oc, fresh.named_parameters(), 0.1);
-  auto loaded = store.load_latest("0123456789abcdef", fresh.model(), fresh_opt->optimizer(), warnings);
+  auto loaded =
+      store.load_latest("0123456789abcdef", fresh.model(), fresh_opt->optimizer(), warnings);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->state.step, 4);
   EXPECT_DOUBLE_EQ(loaded->state.train_s, 1.5);

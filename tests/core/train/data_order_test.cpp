@@ -22,8 +22,10 @@ TEST(DataOrder, EveryBatchSizeWalksTheSameOrder) {
   // Step 1 of batch 200 covers exactly steps 2 and 3 of batch 100.
   std::vector<torch::Tensor> from_small, from_large;
   for (int64_t s = 2; s < 4; ++s)
-    for (int64_t j = 0; j < small.accum; ++j) from_small.push_back(micro_batch_indices(perm, small, s, 0, j));
-  for (int64_t j = 0; j < large.accum; ++j) from_large.push_back(micro_batch_indices(perm, large, 1, 0, j));
+    for (int64_t j = 0; j < small.accum; ++j)
+      from_small.push_back(micro_batch_indices(perm, small, s, 0, j));
+  for (int64_t j = 0; j < large.accum; ++j)
+    from_large.push_back(micro_batch_indices(perm, large, 1, 0, j));
   EXPECT_TRUE(torch::equal(torch::cat(from_small), torch::cat(from_large)));
 }
 

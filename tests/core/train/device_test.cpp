@@ -9,9 +9,7 @@
 namespace batchlab::train {
 namespace {
 
-TEST(Device, CpuResolvesToTheCpu) {
-  EXPECT_TRUE(resolve_device("cpu", 3).is_cpu());
-}
+TEST(Device, CpuResolvesToTheCpu) { EXPECT_TRUE(resolve_device("cpu", 3).is_cpu()); }
 
 TEST(Device, CudaWithoutAGpuIsAnInputErrorNamingTheKey) {
   if (built_with_cuda() && torch::cuda::device_count() > 0) GTEST_SKIP() << "a GPU is present";
@@ -27,7 +25,8 @@ TEST(Device, LocalRankPicksTheGpu) {
   if (!built_with_cuda() || torch::cuda::device_count() < 1) GTEST_SKIP() << "no GPU";
   EXPECT_EQ(resolve_device("cuda", 0).index(), 0);
   EXPECT_EQ(resolve_device("cuda:0", 5).index(), 0);  // an explicit index is taken as written
-  EXPECT_THROW(resolve_device("cuda", static_cast<int64_t>(torch::cuda::device_count())), InputError);
+  EXPECT_THROW(resolve_device("cuda", static_cast<int64_t>(torch::cuda::device_count())),
+               InputError);
 }
 
 TEST(StepTimer, MeasuresWallTimeOnTheCpu) {

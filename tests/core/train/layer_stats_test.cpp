@@ -85,7 +85,8 @@ TEST(LayerStats, LambTrustRatioMatchesTheOptimizer) {
   ASSERT_TRUE(rows[0].trust_ratio.has_value());
   EXPECT_NEAR(*rows[0].trust_ratio, ratios[0].item<double>(), 1e-15);
   // First step with bias correction: m_hat = g, v_hat = g^2, r = g/(|g| + eps) + wd w.
-  auto w = torch::tensor({3.0, 4.0}, torch::kFloat64), g = torch::tensor({0.06, 0.08}, torch::kFloat64);
+  auto w = torch::tensor({3.0, 4.0}, torch::kFloat64),
+       g = torch::tensor({0.06, 0.08}, torch::kFloat64);
   auto r = g / (g.abs() + 1e-6) + 0.01 * w;
   EXPECT_NEAR(*rows[0].trust_ratio, 5.0 / r.norm().item<double>(), 1e-9);
 }

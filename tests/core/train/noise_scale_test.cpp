@@ -1,7 +1,8 @@
-// Gradient noise scale on a problem with a known answer. Linear regression y = x.w* + sigma*eps with
-// x ~ N(0, I_d) and loss 0.5 (x.w - y)^2: at weights w = w* + delta the per-example gradient is
-// x (x.delta - sigma eps), so G = delta and, by Isserlis' theorem,
-//   Sigma = (|delta|^2 + sigma^2) I + delta delta^T,  tr(Sigma) = d (|delta|^2 + sigma^2) + |delta|^2.
+// Gradient noise scale on a problem with a known answer. Linear regression y = x.w* + sigma*eps
+// with x ~ N(0, I_d) and loss 0.5 (x.w - y)^2: at weights w = w* + delta the per-example gradient
+// is x (x.delta - sigma eps), so G = delta and, by Isserlis' theorem,
+//   Sigma = (|delta|^2 + sigma^2) I + delta delta^T,  tr(Sigma) = d (|delta|^2 + sigma^2) +
+//   |delta|^2.
 // With d = 10, |delta|^2 = 1, sigma = 1: |G|^2 = 1, tr(Sigma) = 21, B_simple = 21.
 #include "core/train/noise_scale.h"
 
@@ -16,7 +17,8 @@ namespace {
 
 class LinearRegressionTask : public Task {
  public:
-  LinearRegressionTask(int64_t n, int64_t d, double sigma) : net_(torch::nn::LinearOptions(d, 1).bias(false)) {
+  LinearRegressionTask(int64_t n, int64_t d, double sigma)
+      : net_(torch::nn::LinearOptions(d, 1).bias(false)) {
     torch::manual_seed(123);
     net_->to(torch::kFloat64);
     auto w_star = torch::randn({d}, torch::kFloat64);
@@ -52,7 +54,8 @@ TEST(NoiseScale, EstimatorIsExactOnExactInputs) {
   EXPECT_NEAR(e.g2, g2, 1e-12);
   EXPECT_NEAR(e.trace_sigma, tr, 1e-9);
   EXPECT_NEAR(e.b_simple, 25.0, 1e-9);
-  EXPECT_THROW(est.update({1.0}, 8, 1.0, 8), batchlab::Error);  // no accumulation: nothing to compare
+  EXPECT_THROW(est.update({1.0}, 8, 1.0, 8),
+               batchlab::Error);  // no accumulation: nothing to compare
 }
 
 TEST(NoiseScale, LinearRegressionMatchesClosedForm) {
@@ -65,7 +68,8 @@ TEST(NoiseScale, LinearRegressionMatchesClosedForm) {
     for (auto& p : params) p.tensor.mutable_grad() = torch::Tensor();
     std::vector<torch::Tensor> micro_idx;
     for (int64_t j = 0; j < accum; ++j) {
-      micro_idx.push_back(torch::arange((s * accum + j) * micro, (s * accum + j + 1) * micro, torch::kInt64));
+      micro_idx.push_back(
+          torch::arange((s * accum + j) * micro, (s * accum + j + 1) * micro, torch::kInt64));
     }
     std::vector<double> sq;
     accumulate_gradients(task, micro_idx, std::nullopt, &params, &sq);

@@ -14,8 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("rank-ckpt-test-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(std::rand()));
+  fs::path path = fs::temp_directory_path() / ("rank-ckpt-test-" + std::to_string(::getpid()) +
+                                               "-" + std::to_string(std::rand()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
 };

@@ -33,11 +33,15 @@ class ToyTask : public Task {
   }
 
   torch::nn::Module& model() override { return *net_; }
-  int64_t size(Split s) const override { return s == Split::train ? train_x_.size(0) : test_x_.size(0); }
+  int64_t size(Split s) const override {
+    return s == Split::train ? train_x_.size(0) : test_x_.size(0);
+  }
   Batch make_batch(Split s, const torch::Tensor& idx, std::optional<uint64_t>) override {
     const bool tr = s == Split::train;
-    return {(tr ? train_x_ : test_x_).index_select(0, idx), (tr ? train_y_ : test_y_).index_select(0, idx),
-            idx.size(0), {}};
+    return {(tr ? train_x_ : test_x_).index_select(0, idx),
+            (tr ? train_y_ : test_y_).index_select(0, idx),
+            idx.size(0),
+            {}};
   }
   BatchOutput forward(const Batch& b) override {
     auto logits = net_->forward(b.inputs);

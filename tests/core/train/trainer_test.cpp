@@ -95,7 +95,8 @@ TEST(Trainer, HugeLearningRateDiverges) {
   EXPECT_TRUE(rec.evals.empty());
   ASSERT_FALSE(rec.steps.empty());
   const auto& last = rec.steps.back();
-  EXPECT_TRUE(!std::isfinite(last.train_loss) || last.train_loss > 2.0 * rec.steps.front().train_loss);
+  EXPECT_TRUE(!std::isfinite(last.train_loss) ||
+              last.train_loss > 2.0 * rec.steps.front().train_loss);
 }
 
 TEST(Trainer, StopRequestEndsAsPreempted) {

@@ -24,7 +24,8 @@ std::vector<uint8_t> cifar_records(int64_t n, int64_t first) {
 
 void write_cifar_dir(const ScratchDir& dir, int64_t per_file = 4) {
   for (int i = 1; i <= 5; ++i) {
-    write_bytes(dir / ("data_batch_" + std::to_string(i) + ".bin"), cifar_records(per_file, (i - 1) * per_file));
+    write_bytes(dir / ("data_batch_" + std::to_string(i) + ".bin"),
+                cifar_records(per_file, (i - 1) * per_file));
   }
   write_bytes(dir / "test_batch.bin", cifar_records(3, 100));
 }
@@ -84,7 +85,8 @@ TEST(Cifar10, BadLabelMissingFileAndEmptyPathAreErrors) {
     load_cifar10(dir.path.string());
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("test_batch.bin: record 1 has label 12"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("test_batch.bin: record 1 has label 12"),
+              std::string::npos)
         << e.what();
   }
   std::filesystem::remove(dir / "data_batch_5.bin");

@@ -40,7 +40,8 @@ TEST(ImageResample, CropOfAnIntegerBoxAtItsOwnSizeCopiesThatRegion) {
   const auto rgb = ramp_image(w, h, 5);
   ResampleScratch scratch;
   std::vector<uint8_t> out(12 * 10 * 3);
-  resample_crop(view_of(rgb, w, h), {7, 4, 12, 10}, 12, 10, false, PixelLayout::hwc, out.data(), scratch);
+  resample_crop(view_of(rgb, w, h), {7, 4, 12, 10}, 12, 10, false, PixelLayout::hwc, out.data(),
+                scratch);
   for (int64_t y = 0; y < 10; ++y) {
     for (int64_t x = 0; x < 12; ++x) {
       for (int64_t c = 0; c < 3; ++c) {
@@ -73,7 +74,8 @@ TEST(ImageResample, FlipMirrorsEachRow) {
 TEST(ImageResample, ConstantImagesStayConstantAtAnyScale) {
   const int64_t w = 97, h = 61;
   std::vector<uint8_t> rgb(static_cast<size_t>(w * h * 3));
-  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i % 3 == 0 ? 17 : i % 3 == 1 ? 128 : 250);
+  for (size_t i = 0; i < rgb.size(); ++i)
+    rgb[i] = static_cast<uint8_t>(i % 3 == 0 ? 17 : i % 3 == 1 ? 128 : 250);
   ResampleScratch scratch;
   for (int64_t out : {5, 24, 61, 150}) {
     std::vector<uint8_t> o(static_cast<size_t>(3 * out * out));
@@ -97,7 +99,8 @@ TEST(ImageResample, ReductionAveragesInsteadOfAliasing) {
       for (int64_t c = 0; c < 3; ++c) rgb[(y * w + x) * 3 + c] = ((x + y) % 2) ? 255 : 0;
   ResampleScratch scratch;
   std::vector<uint8_t> o(3 * 32 * 32);
-  resample_crop(view_of(rgb, w, h), {0, 0, 64, 64}, 32, 32, false, PixelLayout::chw, o.data(), scratch);
+  resample_crop(view_of(rgb, w, h), {0, 0, 64, 64}, 32, 32, false, PixelLayout::chw, o.data(),
+                scratch);
   for (int64_t i = 0; i < 32 * 32; ++i) ASSERT_NEAR(o[i], 128, 16) << i;
 }
 
@@ -160,7 +163,8 @@ TEST(ImageResample, MatchesTheTriangleFilterComputedDirectly) {
     resample_crop(view_of(rgb, w, h), box, ow, oh, false, PixelLayout::chw, out.data(), scratch);
     const auto want = reference_crop(rgb, w, h, box, ow, oh);
     for (size_t i = 0; i < out.size(); ++i) {
-      ASSERT_LE(std::abs(out[i] - want[i]), 0.51 + 1e-3) << "output " << i << " of " << ow << "x" << oh;
+      ASSERT_LE(std::abs(out[i] - want[i]), 0.51 + 1e-3)
+          << "output " << i << " of " << ow << "x" << oh;
     }
   }
 }

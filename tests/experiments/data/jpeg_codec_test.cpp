@@ -89,7 +89,8 @@ TEST(JpegCodec, GarbageAndTruncatedFilesAreErrorsNamingTheFile) {
     decoder.read_header(garbage.data(), garbage.size(), "/data/train/n01/bad.JPEG");
     FAIL() << "expected a DataError";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("/data/train/n01/bad.JPEG"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/data/train/n01/bad.JPEG"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(decoder.read_header(nullptr, 0, "empty.jpg"), DataError);
   const std::vector<uint8_t> tiny = {0xff, 0xd8, 0xff};  // start marker, then nothing
@@ -98,7 +99,8 @@ TEST(JpegCodec, GarbageAndTruncatedFilesAreErrorsNamingTheFile) {
   const int64_t w = 96, h = 96;
   const auto jpeg = encode_jpeg(ramp_image(w, h, 10), w, h, 90);
   // Cut in the middle of the entropy-coded data: the header is fine, the pixels end early.
-  const std::vector<uint8_t> cut(jpeg.begin(), jpeg.begin() + static_cast<long>(jpeg.size() * 6 / 10));
+  const std::vector<uint8_t> cut(jpeg.begin(),
+                                 jpeg.begin() + static_cast<long>(jpeg.size() * 6 / 10));
   EXPECT_NO_THROW(decoder.read_header(cut.data(), cut.size(), "cut.JPEG"));
   try {
     decoder.decode(cut.data(), cut.size(), {1, 1}, "/data/val/n02/cut.JPEG");

@@ -64,10 +64,11 @@ TEST_F(PackedTest, RawRoundTripKeepsOrderLabelsClassesAndResizedPixels) {
     ASSERT_EQ(stored.width, w);
     ASSERT_EQ(stored.height, h);
     EXPECT_EQ(std::min(stored.width, stored.height), 24);
-    const ImageView src = folder_reader->pixels({0, 0, double(full.width), double(full.height)}, w, h);
+    const ImageView src =
+        folder_reader->pixels({0, 0, double(full.width), double(full.height)}, w, h);
     std::vector<uint8_t> expected(static_cast<size_t>(w * h * 3));
-    resample_crop(src, {0, 0, double(src.width), double(src.height)}, w, h, false,
-                  PixelLayout::hwc, expected.data(), scratch);
+    resample_crop(src, {0, 0, double(src.width), double(src.height)}, w, h, false, PixelLayout::hwc,
+                  expected.data(), scratch);
     const ImageView got = packed_reader->pixels({0, 0, double(w), double(h)}, 16, 16);
     ASSERT_TRUE(std::equal(expected.begin(), expected.end(), got.pixels)) << "sample " << i;
   }

@@ -107,11 +107,12 @@ TEST(ImageDataset, UnknownDatasetListsValidNames) {
     load_image_dataset(cfg);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_STREQ(
-        e.what(),
-        "data.dataset = \"cifar100\": unknown image dataset; valid: cifar10, fashion_mnist, synthetic");
+    EXPECT_STREQ(e.what(),
+                 "data.dataset = \"cifar100\": unknown image dataset; valid: cifar10, "
+                 "fashion_mnist, synthetic");
   }
-  EXPECT_EQ(image_dataset_names(), (std::vector<std::string>{"cifar10", "fashion_mnist", "synthetic"}));
+  EXPECT_EQ(image_dataset_names(),
+            (std::vector<std::string>{"cifar10", "fashion_mnist", "synthetic"}));
 }
 
 TEST(ImageDataset, NegativeSizeIsAnInputError) {

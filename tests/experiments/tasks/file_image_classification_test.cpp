@@ -62,8 +62,12 @@ class FileImageTaskTest : public ::testing::Test {
 
 TEST_F(FileImageTaskTest, NormalizesOnTheDeviceWithImagenetStatistics) {
   auto images = torch::tensor({0, 255, 124}, torch::kUInt8).view({1, 3, 1, 1});
-  auto mean = torch::tensor({kImagenetMean[0], kImagenetMean[1], kImagenetMean[2]}).view({1, 3, 1, 1}).to(torch::kFloat);
-  auto std = torch::tensor({kImagenetStd[0], kImagenetStd[1], kImagenetStd[2]}).view({1, 3, 1, 1}).to(torch::kFloat);
+  auto mean = torch::tensor({kImagenetMean[0], kImagenetMean[1], kImagenetMean[2]})
+                  .view({1, 3, 1, 1})
+                  .to(torch::kFloat);
+  auto std = torch::tensor({kImagenetStd[0], kImagenetStd[1], kImagenetStd[2]})
+                 .view({1, 3, 1, 1})
+                 .to(torch::kFloat);
   auto out = normalize_uint8_images(images, mean, std);
   EXPECT_EQ(out.scalar_type(), torch::kFloat);
   EXPECT_NEAR(out[0][0][0][0].item<float>(), (0.0 - 0.485) / 0.229, 1e-5);
@@ -85,7 +89,8 @@ TEST_F(FileImageTaskTest, BatchesAreNormalizedUint8CropsWithFolderLabels) {
   // The same uint8 crops, normalized by hand.
   const auto raw = file_task.loader().load(train::Split::train, indices, 42);
   for (int64_t c = 0; c < 3; ++c) {
-    const auto expected = (raw.images.select(1, c).to(torch::kFloat) / 255.0 - kImagenetMean[c]) / kImagenetStd[c];
+    const auto expected =
+        (raw.images.select(1, c).to(torch::kFloat) / 255.0 - kImagenetMean[c]) / kImagenetStd[c];
     EXPECT_TRUE(torch::allclose(batch.inputs.select(1, c), expected, 1e-5, 1e-5)) << c;
   }
   const auto out = task->forward(batch);
@@ -144,10 +149,12 @@ TEST_F(FileImageTaskTest, CorruptFileStopsTheRunWithItsPathOrIsSkippedAndCounted
 
 TEST_F(FileImageTaskTest, BadPathsAreInputErrors) {
   EXPECT_THROW(make_file_image_task(tiny_model(), folder_data("", 0), {}, {}), InputError);
-  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "nope", 0), {}, {}), InputError);
+  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "nope", 0), {}, {}),
+               InputError);
   // No validation images: nothing to evaluate on.
   std::filesystem::remove_all(dir_.path / "root/val");
-  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "root", 0), {}, {}), InputError);
+  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "root", 0), {}, {}),
+               InputError);
 }
 
 }  // namespace
