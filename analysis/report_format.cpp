@@ -6,56 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/report.h"
+#include "analysis/table_builder.h"
 
 namespace batchlab::analysis {
 
 namespace {
-
-using results::ValueType;
-
-struct TableBuilder {
-  results::QueryResult table;
-  std::vector<std::optional<std::string>> row;
-  std::vector<ValueType> types;
-  bool header_done = false;
-
-  void column(const std::string& name) {
-    if (!header_done) table.columns.push_back(name);
-  }
-  void number(const std::string& name, std::optional<double> v, const char* spec) {
-    column(name);
-    if (v) {
-      row.emplace_back(fmt::format(fmt::runtime(spec), *v));
-      types.push_back(ValueType::kReal);
-    } else {
-      row.emplace_back(std::nullopt);
-      types.push_back(ValueType::kNull);
-    }
-  }
-  void integer(const std::string& name, long long v) {
-    column(name);
-    row.emplace_back(std::to_string(v));
-    types.push_back(ValueType::kInteger);
-  }
-  void text(const std::string& name, const std::string& v) {
-    column(name);
-    row.emplace_back(v);
-    types.push_back(to_number_type(v));
-  }
-  static ValueType to_number_type(const std::string& v) {
-    if (v.empty()) return ValueType::kText;
-    char* end = nullptr;
-    std::strtod(v.c_str(), &end);
-    return *end == '\0' ? ValueType::kReal : ValueType::kText;
-  }
-  void end_row() {
-    table.rows.push_back(std::move(row));
-    table.types.push_back(std::move(types));
-    row.clear();
-    types.clear();
-    header_done = true;
-  }
-};
 
 std::optional<double> mean_of(const Stat& s) {
   return s.n > 0 ? std::optional<double>(s.mean) : std::nullopt;
@@ -92,7 +47,10 @@ std::string header(const Report& report) {
   bool tuned = false;
   for (const auto& row : report.rows) tuned = tuned || row.lr_values > 1;
   if (tuned) {
-    out += " Groups with several base LRs report their best one (lr_grid = LRs tried).";
+    out += fmt::format(
+        " Groups with several base LRs report the one with the best mean final {} (held-out "
+        "validation; lr_grid = LRs tried).",
+        report.select_by);
   }
   return out + "\n";
 }
@@ -102,6 +60,58 @@ nlohmann::json stat_json(const Stat& s) {
   j["mean"] = s.n > 0 ? nlohmann::json(s.mean) : nlohmann::json(nullptr);
   j["sd"] = s.stddev ? nlohmann::json(*s.stddev) : nlohmann::json(nullptr);
   return j;
+}
+
+nlohmann::json row_json(const Report& report, const ReportRow& row) {
+  nlohmann::json r;
+  r["key"] = nlohmann::json::object();
+  for (size_t k = 0; k < report.group_by.size(); ++k) r["key"][report.group_by[k]] = row.key[k];
+  r["runs"] = row.runs;
+  r["seeds"] = row.seeds;
+  r["done"] = row.done;
+  r["diverged"] = row.diverged;
+  r["failed"] = row.failed;
+  r["unfinished"] = row.unfinished;
+  r["lr_grid"] = row.lr_values;
+  r["base_lr"] = row.base_lr ? nlohmann::json(*row.base_lr) : nlohmann::json(nullptr);
+  r["peak_lr"] = row.peak_lr ? nlohmann::json(*row.peak_lr) : nlohmann::json(nullptr);
+  r["lr_edge"] = row.lr_edge;
+  r["selection_note"] = row.selection_note;
+  r["selection_metric"] = stat_json(row.selection_metric);
+  r["train_s"] = stat_json(row.train_s);
+  r["statuses"] = row.statuses;
+  r["final"] = stat_json(row.final_metric);
+  r["best"] = stat_json(row.best_metric);
+  r["gap_acc"] = stat_json(row.gap_acc);
+  r["gap_loss"] = stat_json(row.gap_loss);
+  r["targets"] = nlohmann::json::array();
+  for (const auto& tr : row.targets) {
+    r["targets"].push_back({{"reached", tr.reached},
+                            {"finished", tr.finished},
+                            {"steps", stat_json(tr.steps)},
+                            {"epochs", stat_json(tr.epochs)},
+                            {"samples", stat_json(tr.samples)},
+                            {"train_s", stat_json(tr.train_s)},
+                            {"gap_acc", stat_json(tr.gap_acc)}});
+  }
+  return r;
+}
+
+std::string report_json(const Report& report) {
+  nlohmann::json j;
+  j["group_by"] = report.group_by;
+  j["metric"] = report.metric;
+  j["select_by"] = report.select_by;
+  j["total_runs"] = report.total_runs;
+  j["constants"] = nlohmann::json::object();
+  for (const auto& [k, v] : report.constants) j["constants"][k] = v;
+  j["targets"] = nlohmann::json::array();
+  for (const auto& t : report.targets)
+    j["targets"].push_back({{"metric", t.metric}, {"value", t.value}});
+  j["rows"] = nlohmann::json::array();
+  for (const auto& row : report.rows) j["rows"].push_back(row_json(report, row));
+  j["warnings"] = report.warnings;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace
@@ -128,6 +138,7 @@ results::QueryResult report_table(const Report& report) {
     b.number("best_" + m, mean_of(row.best_metric), "{:.4f}");
     b.number("gap_acc", mean_of(row.gap_acc), "{:+.4f}");
     b.number("gap_loss", mean_of(row.gap_loss), "{:+.4f}");
+    if (tuned) b.number(report.select_by, mean_of(row.selection_metric), "{:.4f}");
     for (size_t t = 0; t < report.targets.size(); ++t) {
       const TargetResult& tr = row.targets[t];
       const std::string& s = suffixes[t];
@@ -143,6 +154,7 @@ results::QueryResult report_table(const Report& report) {
     if (row.failed > 0) notes.push_back(fmt::format("{} failed", row.failed));
     if (row.unfinished > 0) notes.push_back(fmt::format("{} unfinished", row.unfinished));
     if (!row.lr_edge.empty()) notes.push_back("best LR at " + row.lr_edge + " edge");
+    if (!row.selection_note.empty()) notes.push_back(row.selection_note);
     b.text("note", fmt::format("{}", fmt::join(notes, "; ")));
     b.end_row();
   }
@@ -151,50 +163,7 @@ results::QueryResult report_table(const Report& report) {
 
 std::string format_report(const Report& report, results::QueryFormat format) {
   using results::QueryFormat;
-  if (format == QueryFormat::kJson) {
-    nlohmann::json j;
-    j["group_by"] = report.group_by;
-    j["metric"] = report.metric;
-    j["total_runs"] = report.total_runs;
-    j["constants"] = nlohmann::json::object();
-    for (const auto& [k, v] : report.constants) j["constants"][k] = v;
-    j["targets"] = nlohmann::json::array();
-    for (const auto& t : report.targets)
-      j["targets"].push_back({{"metric", t.metric}, {"value", t.value}});
-    j["rows"] = nlohmann::json::array();
-    for (const auto& row : report.rows) {
-      nlohmann::json r;
-      r["key"] = nlohmann::json::object();
-      for (size_t k = 0; k < report.group_by.size(); ++k) r["key"][report.group_by[k]] = row.key[k];
-      r["runs"] = row.runs;
-      r["seeds"] = row.seeds;
-      r["done"] = row.done;
-      r["diverged"] = row.diverged;
-      r["failed"] = row.failed;
-      r["unfinished"] = row.unfinished;
-      r["lr_grid"] = row.lr_values;
-      r["base_lr"] = row.base_lr ? nlohmann::json(*row.base_lr) : nlohmann::json(nullptr);
-      r["peak_lr"] = row.peak_lr ? nlohmann::json(*row.peak_lr) : nlohmann::json(nullptr);
-      r["lr_edge"] = row.lr_edge;
-      r["final"] = stat_json(row.final_metric);
-      r["best"] = stat_json(row.best_metric);
-      r["gap_acc"] = stat_json(row.gap_acc);
-      r["gap_loss"] = stat_json(row.gap_loss);
-      r["targets"] = nlohmann::json::array();
-      for (const auto& tr : row.targets) {
-        r["targets"].push_back({{"reached", tr.reached},
-                                {"finished", tr.finished},
-                                {"steps", stat_json(tr.steps)},
-                                {"epochs", stat_json(tr.epochs)},
-                                {"samples", stat_json(tr.samples)},
-                                {"train_s", stat_json(tr.train_s)},
-                                {"gap_acc", stat_json(tr.gap_acc)}});
-      }
-      j["rows"].push_back(std::move(r));
-    }
-    j["warnings"] = report.warnings;
-    return j.dump(2) + "\n";
-  }
+  if (format == QueryFormat::kJson) return report_json(report);
   const auto table = report_table(report);
   if (format == QueryFormat::kCsv) return results::format_csv(table);
   std::string out = header(report);

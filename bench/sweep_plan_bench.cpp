@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/config/experiment_config.h"
+#include "core/config/data_config.h"
 #include "sweeps/expand.h"
 #include "sweeps/spec.h"
 

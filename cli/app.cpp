@@ -30,7 +30,8 @@ constexpr const char* kUsage =
     "  data pack|tokenizer|pack-text ...                            dataset preparation\n"
     "  models                                                       architectures and sizes\n"
     "  version                                                      versions, BLAS, threads, "
-    "devices\n";
+    "devices\n"
+    "every command answers --help (batchlab <command> [subcommand] --help, or batchlab help ...)\n";
 
 using Command = std::function<int(const std::vector<std::string>&)>;
 
@@ -41,20 +42,32 @@ int run_app(int argc, char** argv) {
       {"train", cmd_train},   {"query", cmd_query},   {"version", cmd_version},
       {"models", cmd_models}, {"sweep", cmd_sweep},   {"results", cmd_results},
       {"data", cmd_data},     {"report", cmd_report}, {"plot", cmd_plot}};
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
-      std::string(argv[1]) == "help") {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? kExitBadInput : kExitOk;
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty()) {
+    std::fputs(kUsage, stderr);
+    return kExitBadInput;
   }
-  const std::string name = argv[1];
+  // `batchlab help` is the overview; `batchlab help sweep run` is `batchlab sweep run --help`.
+  if (words.front() == "help") {
+    words.erase(words.begin());
+    words.push_back("--help");
+  }
+  if (is_help_word(words.front())) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  const std::string name = words.front();
   auto it = commands.find(name);
   if (it == commands.end()) {
     fmt::print(stderr, "batchlab: unknown command '{}'\n{}", name, kUsage);
     return kExitBadInput;
   }
-  std::vector<std::string> rest(argv + 2, argv + argc);
+  const std::vector<std::string> rest(words.begin() + 1, words.end());
   try {
     return it->second(rest);
+  } catch (const HelpRequested& help) {
+    fmt::print("usage: {}\n", help.usage());
+    return kExitOk;
   } catch (const InputError& e) {
     fmt::print(stderr, "batchlab {}: {}\n", name, e.what());
     return kExitBadInput;

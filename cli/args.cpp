@@ -6,9 +6,19 @@
 
 namespace batchlab::cli {
 
+bool is_help_word(const std::string& word) { return word == "--help" || word == "-h"; }
+
+const std::string& subcommand(const std::vector<std::string>& argv, const std::string& usage) {
+  if (argv.empty()) throw UsageError("missing subcommand\nusage: " + usage);
+  if (is_help_word(argv.front())) throw HelpRequested(usage);
+  return argv.front();
+}
+
 Args::Args(const std::vector<std::string>& argv, const std::vector<OptionSpec>& options,
            std::string usage)
     : usage_(std::move(usage)) {
+  // Before anything can fail: `batchlab train --help` must not complain about a missing config.
+  if (std::any_of(argv.begin(), argv.end(), is_help_word)) throw HelpRequested(usage_);
   auto find = [&](const std::string& name) -> const OptionSpec* {
     auto it = std::find_if(options.begin(), options.end(),
                            [&](const OptionSpec& o) { return o.name == name; });

@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <functional>
 #include <map>
 
@@ -13,12 +12,12 @@ namespace batchlab::cli {
 namespace {
 
 constexpr const char* kDataUsage =
-    "usage: batchlab data <subcommand> [arguments]\n"
+    "batchlab data <subcommand> [arguments]\n"
     "subcommands:\n"
     "  pack SRC_DIR --out DIR [options]          image folder -> packed, pre-resized shards\n"
     "  tokenizer FILE... --out MODEL [options]   train a SentencePiece tokenizer on raw text\n"
     "  pack-text FILE... --out DIR [options]     tokenize text into packed token shards\n"
-    "run `batchlab data <subcommand> --help` for its options\n";
+    "run `batchlab data <subcommand> --help` for its options";
 
 }  // namespace
 
@@ -27,13 +26,9 @@ int cmd_data(const std::vector<std::string>& args) {
   const std::map<std::string, Handler> handlers = {{"pack", cmd_data_pack},
                                                    {"tokenizer", cmd_data_tokenizer},
                                                    {"pack-text", cmd_data_pack_text}};
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kDataUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? kExitBadInput : kExitOk;
-  }
-  auto it = handlers.find(args[0]);
+  auto it = handlers.find(subcommand(args, kDataUsage));
   if (it == handlers.end()) {
-    throw UsageError(fmt::format("unknown subcommand 'data {}'\n{}", args[0], kDataUsage));
+    throw UsageError(fmt::format("unknown subcommand 'data {}'\nusage: {}", args[0], kDataUsage));
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

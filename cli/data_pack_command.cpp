@@ -47,10 +47,6 @@ double positive_number(const Args& args, const std::string& name, double fallbac
 }  // namespace
 
 int cmd_data_pack(const std::vector<std::string>& argv) {
-  if (!argv.empty() && (argv[0] == "--help" || argv[0] == "-h")) {
-    fmt::print("usage: {}\n", kPackUsage);
-    return kExitOk;
-  }
   Args args(argv,
             {{"out"},
              {"size"},

@@ -40,16 +40,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-bool wants_help(const std::vector<std::string>& argv, const char* usage) {
-  for (const auto& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::printf("usage: %s\n", usage);
-      return true;
-    }
-  }
-  return false;
-}
-
 // A positive integer option within [lo, hi]; a UsageError naming it otherwise.
 std::optional<long long> bounded(const Args& args, const std::string& name, long long lo,
                                  long long hi) {
@@ -72,7 +62,6 @@ std::vector<std::string> inputs(const Args& args) {
 }  // namespace
 
 int cmd_data_tokenizer(const std::vector<std::string>& argv) {
-  if (wants_help(argv, kTokenizerUsage)) return kExitOk;
   Args args(argv,
             {{"out"},
              {"vocab-size"},
@@ -121,7 +110,6 @@ int cmd_data_tokenizer(const std::vector<std::string>& argv) {
 }
 
 int cmd_data_pack_text(const std::vector<std::string>& argv) {
-  if (wants_help(argv, kPackTextUsage)) return kExitOk;
   Args args(argv, {{"tokenizer"}, {"out"}, {"shard-mb"}, {"threads"}}, kPackTextUsage);
   auto model = args.value("tokenizer");
   if (!model) throw UsageError(fmt::format("missing --tokenizer MODEL\nusage: {}", args.usage()));

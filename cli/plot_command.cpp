@@ -1,7 +1,9 @@
 // `batchlab plot --db PATH --figure NAME --out FILE.png [options]`: draws one figure with the
 // Python script for it in analysis/plots (Debian's python3-matplotlib; reads the database with the
 // standard library's sqlite3). The scripts run alone too; this command checks the arguments first
-// and maps the script's outcome to batchlab's exit codes.
+// and maps the script's outcome to batchlab's exit codes. The study figures draw from the study
+// report's JSON (analysis/study_report.h), written here to a temporary file, so the fit they show
+// is the report's own.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/wait.h>
@@ -9,7 +11,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
+#include "analysis/study_report.h"
 #include "cli/app.h"
 #include "cli/args.h"
 
@@ -17,24 +21,34 @@ namespace batchlab::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
+enum class FigureKind { sweep, one_run, study };
+
 struct Figure {
   const char* name;
   const char* script;
-  bool one_run;  // accepts --run
+  FigureKind kind;
   const char* what;
 };
 
 const std::vector<Figure>& figures() {
   static const std::vector<Figure> all = {
-      {"accuracy-vs-batch", "accuracy_vs_batch.py", false,
+      {"accuracy-vs-batch", "accuracy_vs_batch.py", FigureKind::sweep,
        "final (or --best) test metric vs global batch, one line per optimizer"},
-      {"steps-to-target", "steps_to_target.py", false,
+      {"steps-to-target", "steps_to_target.py", FigureKind::sweep,
        "steps and epochs to a target vs batch, log-log, with perfect scaling"},
-      {"gap-vs-batch", "gap_vs_batch.py", false, "generalization gap at the end vs batch"},
-      {"layer-ratios", "layer_ratios.py", true,
+      {"gap-vs-batch", "gap_vs_batch.py", FigureKind::sweep,
+       "generalization gap at the end vs batch"},
+      {"layer-ratios", "layer_ratios.py", FigureKind::one_run,
        "heat map of log10 ||w||/||g|| per layer over training; trust ratios"},
-      {"noise-scale", "noise_scale.py", true, "gradient noise scale B_simple over training"},
-      {"lr-schedule", "lr_schedule.py", true, "learning rate per step of each run"},
+      {"noise-scale", "noise_scale.py", FigureKind::one_run,
+       "gradient noise scale B_simple over training"},
+      {"lr-schedule", "lr_schedule.py", FigureKind::one_run, "learning rate per step of each run"},
+      {"steps-vs-batch", "steps_vs_batch.py", FigureKind::study,
+       "study: steps to target vs batch, log-log, with the S(B) fit and the B_simple prediction"},
+      {"lr-sensitivity", "lr_sensitivity.py", FigureKind::study,
+       "study: steps to target vs LR, one line per batch size, per optimizer"},
   };
   return all;
 }
@@ -53,6 +67,118 @@ std::string figure_list() {
   std::string out;
   for (const auto& f : figures()) out += fmt::format("  {:<18} {}\n", f.name, f.what);
   return out;
+}
+
+const Figure& find_figure(const std::string& name) {
+  for (const auto& f : figures()) {
+    if (name == f.name) return f;
+  }
+  throw UsageError(fmt::format("--figure {}: unknown figure; one of:\n{}", name, figure_list()));
+}
+
+void check_paths(const std::string& db, const std::string& out) {
+  std::error_code ec;
+  if (!fs::is_regular_file(db, ec)) {
+    throw UsageError(fmt::format("--db {}: no such database file", db));
+  }
+  if (fs::path(out).extension() != ".png") {
+    throw UsageError(fmt::format("--out {}: give a .png file name", out));
+  }
+  const fs::path parent = fs::absolute(fs::path(out)).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw UsageError(fmt::format("--out {}: directory {} does not exist", out, parent.string()));
+  }
+}
+
+// Options that do not apply to the figure are refused rather than ignored.
+void check_options(const Figure& figure, const Args& args) {
+  const std::string name = figure.name;
+  if (figure.kind == FigureKind::study) {
+    for (const char* opt : {"where", "run", "metric", "target", "series"}) {
+      if (args.value(opt)) {
+        throw UsageError(
+            fmt::format("--{}: figure {} draws the study tables of the database; it takes no --{}",
+                        opt, name, opt));
+      }
+    }
+    if (args.flag("best")) {
+      throw UsageError(fmt::format("--best: figure {} takes no --best", name));
+    }
+  }
+  if (args.value("series") && figure.kind == FigureKind::one_run) {
+    throw UsageError(fmt::format("--series: figure {} draws runs, not series of a sweep", name));
+  }
+  if (args.value("run") && figure.kind == FigureKind::sweep) {
+    throw UsageError(
+        fmt::format("--run: figure {} shows a whole sweep; use --where to select runs", name));
+  }
+}
+
+// The study report as JSON in a temporary file, removed with the object.
+struct StudyJson {
+  fs::path path;
+  StudyJson(const std::string& db, const std::string& figure) {
+    if (!analysis::has_study(db)) {
+      throw UsageError(fmt::format(
+          "--figure {}: {} holds no scaling study (no study_cells rows); run a sweep with a "
+          "[study] section (docs/sweeps.md)",
+          figure, db));
+    }
+    path = fs::temp_directory_path() / fmt::format("batchlab-plot-{}.json", ::getpid());
+    std::ofstream(path) << analysis::format_study_report(analysis::build_study_report(db, {}),
+                                                         results::QueryFormat::kJson);
+  }
+  ~StudyJson() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove(path, ec);
+  }
+};
+
+// The interpreter, the figure's script and the options it takes.
+std::vector<std::string> script_command(const Figure& figure, const Args& args,
+                                        const std::string& db, const std::string& out) {
+  const fs::path script = fs::path(plots_dir()) / figure.script;
+  std::error_code ec;
+  if (!fs::is_regular_file(script, ec)) {
+    throw UsageError(
+        fmt::format("figure script {} is missing (set BATCHLAB_PLOTS_DIR to the "
+                    "checkout's analysis/plots)",
+                    script.string()));
+  }
+  std::vector<std::string> command = {python(), script.string(), "--db", db, "--out", out};
+  for (const char* opt : {"where", "run", "metric", "target", "series"}) {
+    if (auto v = args.value(opt)) {
+      command.push_back(std::string("--") + opt);
+      command.push_back(*v);
+    }
+  }
+  if (args.flag("best")) command.push_back("--best");
+  return command;
+}
+
+// Runs the script and returns its exit status (-1 when killed by a signal).
+int run_script(std::vector<std::string> command) {
+  std::vector<char*> c_args;
+  for (auto& a : command) c_args.push_back(a.data());
+  c_args.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("cannot start the plotting script: fork failed");
+  if (pid == 0) {
+    execv(c_args[0], c_args.data());
+    std::fprintf(stderr,
+                 "batchlab plot: cannot run the Python interpreter %s: install Python 3 and "
+                 "matplotlib with scripts/setup.sh --with-python (or: sudo apt-get install "
+                 "python3-matplotlib), or set BATCHLAB_PYTHON to an interpreter that has "
+                 "matplotlib\n",
+                 c_args[0]);
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace
@@ -78,78 +204,26 @@ int cmd_plot(const std::vector<std::string>& argv) {
       throw UsageError(fmt::format("missing --{}\nusage: {}", required, usage));
     }
   }
-  const std::string name = *args.value("figure");
-  const Figure* figure = nullptr;
-  for (const auto& f : figures()) {
-    if (name == f.name) figure = &f;
-  }
-  if (figure == nullptr) {
-    throw UsageError(fmt::format("--figure {}: unknown figure; one of:\n{}", name, figure_list()));
-  }
-  namespace fs = std::filesystem;
+  const Figure& figure = find_figure(*args.value("figure"));
   const std::string db = *args.value("db");
   const std::string out = *args.value("out");
-  std::error_code ec;
-  if (!fs::is_regular_file(db, ec)) {
-    throw UsageError(fmt::format("--db {}: no such database file", db));
+  check_paths(db, out);
+  check_options(figure, args);
+  auto command = script_command(figure, args, db, out);
+  std::optional<StudyJson> study;
+  if (figure.kind == FigureKind::study) {
+    study.emplace(db, figure.name);
+    command.insert(command.end(), {"--report", study->path.string()});
   }
-  if (fs::path(out).extension() != ".png") {
-    throw UsageError(fmt::format("--out {}: give a .png file name", out));
-  }
-  const fs::path parent = fs::absolute(fs::path(out)).parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    throw UsageError(fmt::format("--out {}: directory {} does not exist", out, parent.string()));
-  }
-  if (args.value("series") && figure->one_run) {
-    throw UsageError(fmt::format("--series: figure {} draws runs, not series of a sweep", name));
-  }
-  if (args.value("run") && !figure->one_run) {
-    throw UsageError(
-        fmt::format("--run: figure {} shows a whole sweep; use --where to select runs", name));
-  }
-  const fs::path script = fs::path(plots_dir()) / figure->script;
-  if (!fs::is_regular_file(script, ec)) {
-    throw UsageError(
-        fmt::format("figure script {} is missing (set BATCHLAB_PLOTS_DIR to the "
-                    "checkout's analysis/plots)",
-                    script.string()));
-  }
-
-  std::vector<std::string> command = {python(), script.string(), "--db", db, "--out", out};
-  for (const char* opt : {"where", "run", "metric", "target", "series"}) {
-    if (auto v = args.value(opt)) {
-      command.push_back(std::string("--") + opt);
-      command.push_back(*v);
-    }
-  }
-  if (args.flag("best")) command.push_back("--best");
-
-  std::vector<char*> c_args;
-  for (auto& a : command) c_args.push_back(a.data());
-  c_args.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("cannot start the plotting script: fork failed");
-  if (pid == 0) {
-    execv(c_args[0], c_args.data());
-    std::fprintf(stderr,
-                 "batchlab plot: cannot run %s (install python3-matplotlib: "
-                 "scripts/setup.sh --with-python, or set BATCHLAB_PYTHON)\n",
-                 c_args[0]);
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = run_script(std::move(command));
   if (code == 0) {
     fmt::print("wrote {}\n", out);
     return kExitOk;
   }
-  // The scripts exit 2 when the database cannot give the figure (their message says why).
-  if (code == 2) return kExitBadInput;
-  fmt::print(stderr, "batchlab plot: {} failed (exit status {})\n", figure->script, code);
+  // 2: the database cannot give the figure, or matplotlib is missing (the script's message says
+  // which and how to install it); 127: no interpreter (said above).
+  if (code == 2 || code == 127) return kExitBadInput;
+  fmt::print(stderr, "batchlab plot: {} failed (exit status {})\n", figure.script, code);
   return kExitFailed;
 }
 

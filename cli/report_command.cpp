@@ -1,10 +1,13 @@
 // `batchlab report --db PATH [--group-by k1,k2] [--where SQL] [--metric test_acc|test_loss]
-//                  [--format table|csv|json|markdown]`: per-group results of a sweep database.
+//                  [--select-by val_acc|val_loss] [--runs] [--format table|csv|json|markdown]`:
+// per-group results of a sweep database, or, on a database with a scaling study, the study's cells,
+// fits and cost (analysis/study_report.h) unless --runs asks for the per-group report.
 #include <fmt/format.h>
 
 #include <sstream>
 
 #include "analysis/report.h"
+#include "analysis/study_report.h"
 #include "cli/app.h"
 #include "cli/args.h"
 
@@ -24,6 +27,56 @@ std::vector<std::string> split_keys(const std::string& text) {
   return keys;
 }
 
+constexpr const char* kUsage =
+    "batchlab report --db PATH [--group-by k1,k2] [--where SQL] [--metric test_acc|test_loss] "
+    "[--select-by val_acc|val_loss] [--runs] [--format table|csv|json|markdown]\n"
+    "  a database with a scaling study (study_cells rows) gets the study report: per cell the best "
+    "LR, steps and samples to the target, basin and seed range; per optimizer the fit of S(B) = "
+    "S_min + E_min/B with B_crit beside B_simple; the cost in samples. --runs gives the per-group "
+    "run report instead.\n"
+    "  the best LR of a group is selected on a validation metric (--select-by, default val_acc); "
+    "test metrics are only reported";
+
+results::QueryFormat format_of(const Args& args) {
+  const std::string name = args.value("format").value_or("table");
+  const auto format = results::parse_query_format(name);
+  if (!format) {
+    throw UsageError(fmt::format(
+        "--format {}: not a format; use table, csv, json or markdown\nusage: {}", name, kUsage));
+  }
+  return *format;
+}
+
+analysis::ReportOptions run_report_options(const Args& args) {
+  analysis::ReportOptions options;
+  if (auto g = args.value("group-by")) {
+    options.group_by = split_keys(*g);
+    if (options.group_by.empty()) {
+      throw UsageError(
+          fmt::format("--group-by '{}': give comma-separated keys, e.g. "
+                      "optimizer,global_batch\nusage: {}",
+                      *g, kUsage));
+    }
+  }
+  options.where = args.value("where").value_or("");
+  options.metric = args.value("metric").value_or("test_acc");
+  options.select_by = args.value("select-by").value_or("val_acc");
+  return options;
+}
+
+// The study report describes cells, not groups of runs: options of the run report are refused
+// there rather than silently ignored.
+void check_study_arguments(const Args& args) {
+  for (const char* option : {"group-by", "where", "metric"}) {
+    if (args.value(option)) {
+      throw UsageError(fmt::format(
+          "--{}: this database holds a scaling study, whose report has no such option; add --runs "
+          "for the per-group report of its runs",
+          option));
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_report(const std::vector<std::string>& argv) {
@@ -32,36 +85,26 @@ int cmd_report(const std::vector<std::string>& argv) {
              {"group-by", true, false},
              {"where", true, false},
              {"metric", true, false},
+             {"select-by", true, false},
+             {"runs", false, false},
              {"format", true, false}},
-            "batchlab report --db PATH [--group-by k1,k2] [--where SQL] "
-            "[--metric test_acc|test_loss] [--format table|csv|json|markdown]");
+            kUsage);
   const auto db = args.value("db");
-  if (!db) throw UsageError(fmt::format("missing --db PATH\nusage: {}", args.usage()));
+  if (!db) throw UsageError(fmt::format("missing --db PATH\nusage: {}", kUsage));
   if (!args.positionals().empty()) {
-    throw UsageError(fmt::format("unexpected argument '{}'\nusage: {}", args.positionals().front(),
-                                 args.usage()));
-  }
-  analysis::ReportOptions options;
-  if (auto g = args.value("group-by")) {
-    options.group_by = split_keys(*g);
-    if (options.group_by.empty()) {
-      throw UsageError(
-          fmt::format("--group-by '{}': give comma-separated keys, e.g. "
-                      "optimizer,global_batch\nusage: {}",
-                      *g, args.usage()));
-    }
-  }
-  options.where = args.value("where").value_or("");
-  options.metric = args.value("metric").value_or("test_acc");
-  const std::string format_name = args.value("format").value_or("table");
-  const auto format = results::parse_query_format(format_name);
-  if (!format) {
     throw UsageError(
-        fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}",
-                    format_name, args.usage()));
+        fmt::format("unexpected argument '{}'\nusage: {}", args.positionals().front(), kUsage));
   }
-  const auto report = analysis::build_report(*db, options);
-  fmt::print("{}", analysis::format_report(report, *format));
+  const auto format = format_of(args);
+  const auto options = run_report_options(args);
+  analysis::check_selection_metric(options.select_by);
+  if (!args.flag("runs") && analysis::has_study(*db)) {
+    check_study_arguments(args);
+    const auto study = analysis::build_study_report(*db, {});
+    fmt::print("{}", analysis::format_study_report(study, format));
+    return kExitOk;
+  }
+  fmt::print("{}", analysis::format_report(analysis::build_report(*db, options), format));
   return kExitOk;
 }
 

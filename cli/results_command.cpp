@@ -21,8 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: batchlab results ingest --db PATH [RECORDS.db|DIR]...\n"
-    "       batchlab results snapshot SOURCE.db OUT.db\n";
+    "batchlab results <ingest|snapshot> ...\n"
+    "  ingest --db PATH [RECORDS.db|DIR]...   fold job records into the database PATH\n"
+    "  snapshot SOURCE.db OUT.db              a consistent single-file copy of a live database";
 
 int ingest(const std::vector<std::string>& argv) {
   Args args(argv, {{"db", true, false}}, "batchlab results ingest --db PATH [RECORDS.db|DIR]...");
@@ -69,14 +70,11 @@ int snapshot(const std::vector<std::string>& argv) {
 }  // namespace
 
 int cmd_results(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
-    std::fputs(kUsage, argv.empty() ? stderr : stdout);
-    return argv.empty() ? kExitBadInput : kExitOk;
-  }
+  const std::string& sub = subcommand(argv, kUsage);
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  if (argv[0] == "ingest") return ingest(rest);
-  if (argv[0] == "snapshot") return snapshot(rest);
-  throw UsageError(fmt::format("unknown results subcommand '{}'\n{}", argv[0], kUsage));
+  if (sub == "ingest") return ingest(rest);
+  if (sub == "snapshot") return snapshot(rest);
+  throw UsageError(fmt::format("unknown results subcommand '{}'\nusage: {}", sub, kUsage));
 }
 
 }  // namespace batchlab::cli

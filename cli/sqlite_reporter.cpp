@@ -68,7 +68,9 @@ void SqliteReporter::eval(const train::EvalRecord& r) {
   row.wall_s = r.wall_s;
   row.train_loss = r.train_loss;
   row.train_acc = r.train_acc;
-  row.test_loss = r.test_loss;
+  row.val_loss = r.val_loss;  // NULL without a validation split
+  row.val_acc = r.val_acc;
+  row.test_loss = r.test_loss;  // NULL where train.full_eval = "final" skipped them
   row.test_acc = r.test_acc;
   row.gap_loss = r.gap_loss;
   row.gap_acc = r.gap_acc;

@@ -8,23 +8,14 @@
 
 #include "core/train/reporter.h"
 #include "results/batched_writer.h"
+#include "results/rows.h"
 
 namespace batchlab::cli {
 
-// What the command line knows about a run before the trainer starts.
-struct RunIdentity {
-  std::string run_id;
-  std::string config_toml;
-  std::string model;
-  std::string dataset;
-  std::string optimizer;
-  std::string scaling;
-  double base_lr = 0.0;
-  int64_t seed = 0;
-  std::string host;
-  std::string git_sha;
-  std::string torch_version;
-};
+// What the command line knows about a run before the trainer starts: the runs row of the config
+// (sweeps::run_row_of, the same projection the sweep planner uses) plus host, git sha and LibTorch
+// version.
+using RunIdentity = results::RunRow;
 
 class SqliteReporter : public train::Reporter {
  public:

@@ -21,14 +21,18 @@ namespace batchlab::cli {
 namespace {
 
 constexpr const char* kSweepUsage =
-    "usage: batchlab sweep <plan|run|status|submit> SWEEP.toml [options]\n"
+    "batchlab sweep <plan|run|status|submit> SWEEP.toml [options]\n"
     "  plan SWEEP.toml [--format table|json]                 expand and validate, run nothing\n"
     "  run SWEEP.toml [--workers N] [--devices LIST] [--retries K]\n"
     "                                                        run what is missing, locally\n"
+    "                                                        (default N: cores / train.threads)\n"
     "  status SWEEP.toml                                     counts, progress, failures\n"
     "  submit SWEEP.toml --slurm [--partition P] [--time T] [--gpus-per-job G]\n"
     "         [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... [--dry-run]\n"
-    "                                                        one Slurm job array\n";
+    "                                                        one Slurm job array\n"
+    "A spec with a [study] section is a scaling study: plan shows its cells and first trials, run\n"
+    "searches each cell's learning rate raced to the target, status shows cells and trials\n"
+    "(docs/sweeps.md). Run `batchlab sweep <subcommand> --help` for its options.";
 
 std::atomic<int> g_task_stop{0};
 extern "C" void on_task_signal(int) { g_task_stop.fetch_add(1); }
@@ -36,18 +40,14 @@ extern "C" void on_task_signal(int) { g_task_stop.fetch_add(1); }
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
-    std::fputs(kSweepUsage, argv.empty() ? stderr : stdout);
-    return argv.empty() ? kExitBadInput : kExitOk;
-  }
+  const std::string& sub = subcommand(argv, kSweepUsage);
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  const std::string& sub = argv[0];
   if (sub == "plan") return cmd_sweep_plan(rest);
   if (sub == "run") return cmd_sweep_run(rest);
   if (sub == "status") return cmd_sweep_status(rest);
   if (sub == "submit") return cmd_sweep_submit(rest);
   if (sub == "slurm-task") return cmd_sweep_slurm_task(rest);
-  throw UsageError(fmt::format("unknown sweep subcommand '{}'\n{}", sub, kSweepUsage));
+  throw UsageError(fmt::format("unknown sweep subcommand '{}'\nusage: {}", sub, kSweepUsage));
 }
 
 int cmd_sweep_submit(const std::vector<std::string>& argv) {
@@ -81,6 +81,7 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
   }
 
   auto ctx = load_sweep(spec_path, /*keep_config_toml=*/true);
+  sweeps::check_submittable(ctx.spec);
   int64_t threads = 0;
   for (const auto& job : ctx.plan.jobs) threads = std::max(threads, job.threads);
   options.cpus_per_task = static_cast<int>(args.integer("cpus-per-task").value_or(threads));

@@ -73,7 +73,8 @@ SweepContext load_sweep(const std::string& spec_path, bool keep_config_toml) {
   SweepContext ctx;
   ctx.spec = sweeps::load_sweep_spec(spec_path);
   auto options = cli_plan_options();
-  options.keep_config_toml = keep_config_toml;
+  // A study builds its trials from its cells' configs.
+  options.keep_config_toml = keep_config_toml || ctx.spec.study.has_value();
   ctx.plan = sweeps::expand(ctx.spec, options);
   ctx.layout = sweeps::RunLayout(ctx.spec.runs_dir);
   return ctx;

@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
+#include "cli/sweep_study.h"
 #include "results/query.h"
 #include "results/query_result.h"
 
@@ -39,12 +40,6 @@ std::string json_value(const std::string& text) {
   return json_string(text);
 }
 
-std::string sql_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 }  // namespace
 
 std::map<std::string, std::string> recorded_statuses(const std::string& db_path,
@@ -53,7 +48,7 @@ std::map<std::string, std::string> recorded_statuses(const std::string& db_path,
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec)) return out;
   const auto result = results::query_readonly(
-      db_path, "SELECT run_id, status FROM runs WHERE sweep_id = " + sql_quote(sweep_id));
+      db_path, "SELECT run_id, status FROM runs WHERE sweep_id = ?", {sweep_id});
   for (const auto& row : result.rows) {
     if (row[0] && row[1]) out.emplace(*row[0], *row[1]);
   }
@@ -80,6 +75,7 @@ int cmd_sweep_plan(const std::vector<std::string>& argv) {
         fmt::format("--format {}: use table or json\nusage: {}", format, args.usage()));
   }
   const auto ctx = load_sweep(args.positional("SWEEP.toml"), /*keep_config_toml=*/false);
+  if (ctx.spec.study) return print_study_plan(ctx, format);
   const auto& plan = ctx.plan;
   const auto recorded = recorded_statuses(ctx.spec.results, plan.sweep_name);
   const auto stale = stale_runs(plan, recorded);

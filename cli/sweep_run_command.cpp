@@ -13,6 +13,8 @@
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_report.h"
+#include "cli/sweep_study.h"
+#include "cli/sweep_workers.h"
 #include "core/errors.h"
 #include "sweeps/local_runner.h"
 #include "sweeps/sweep_records.h"
@@ -88,27 +90,35 @@ class PrintingObserver : public sweeps::RunObserver {
 
 int cmd_sweep_run(const std::vector<std::string>& argv) {
   Args args(argv, {{"workers", true, false}, {"devices", true, false}, {"retries", true, false}},
-            "batchlab sweep run SWEEP.toml [--workers N] [--devices LIST] [--retries K]");
+            "batchlab sweep run SWEEP.toml [--workers N] [--devices LIST] [--retries K]\n"
+            "  --workers N   jobs at once (default: one per device of --devices, else the cores\n"
+            "                divided by the jobs' train.threads, at least 1)");
   const std::string spec_path = args.positional("SWEEP.toml");
   sweeps::LocalRunOptions options;
   options.devices = split_list(args.value("devices").value_or(""));
-  const long long workers = args.integer("workers").value_or(
-      options.devices.empty() ? 1 : static_cast<long long>(options.devices.size()));
+  const auto asked_workers = args.integer("workers");
   const long long retries = args.integer("retries").value_or(0);
-  if (workers < 1) throw UsageError(fmt::format("--workers {}: must be at least 1", workers));
+  if (asked_workers && *asked_workers < 1) {
+    throw UsageError(fmt::format("--workers {}: must be at least 1", *asked_workers));
+  }
   if (retries < 0) throw UsageError(fmt::format("--retries {}: must be at least 0", retries));
-  if (!options.devices.empty() && static_cast<size_t>(workers) > options.devices.size()) {
+  if (asked_workers && !options.devices.empty() &&
+      static_cast<size_t>(*asked_workers) > options.devices.size()) {
     throw UsageError(fmt::format(
         "--workers {} with {} devices: each worker needs its own device (list a device twice to "
         "share it, e.g. --devices 0,0,1,1)",
-        workers, options.devices.size()));
+        *asked_workers, options.devices.size()));
   }
-  options.workers = static_cast<unsigned>(workers);
   options.retries = static_cast<int>(retries);
   options.batchlab = self_executable();
   options.stop_requests = &g_stop_requests;
 
   auto ctx = load_sweep(spec_path, /*keep_config_toml=*/true);
+  // The default depends on the jobs' train.threads, known once the spec is expanded.
+  const WorkerChoice workers =
+      choose_workers(asked_workers, ctx.plan, options.devices.size(), hardware_cores());
+  options.workers = workers.workers;
+  if (ctx.spec.study) return run_study(ctx, options, workers);
   auto lock = try_coordinator_lock(ctx.layout, "run");
   if (!lock) {
     throw Error(fmt::format("sweep {} is already being run or checked: {} ({})", ctx.spec.name,
@@ -117,9 +127,8 @@ int cmd_sweep_run(const std::vector<std::string>& argv) {
   }
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, ctx.plan);
-  fmt::print("sweep {}: {} jobs -> {} (runs in {}), {} worker{}{}\n", ctx.spec.name,
-             ctx.plan.jobs.size(), ctx.spec.results, ctx.spec.runs_dir, options.workers,
-             options.workers == 1 ? "" : "s",
+  fmt::print("sweep {}: {} jobs -> {} (runs in {}), {}{}\n", ctx.spec.name, ctx.plan.jobs.size(),
+             ctx.spec.results, ctx.spec.runs_dir, workers.describe(),
              options.devices.empty() ? "" : ", devices " + args.value("devices").value_or(""));
   std::fflush(stdout);
 

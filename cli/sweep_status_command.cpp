@@ -12,6 +12,7 @@
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_report.h"
+#include "cli/sweep_study.h"
 #include "results/query.h"
 #include "sweeps/process.h"
 #include "sweeps/slurm.h"
@@ -29,12 +30,6 @@ struct RunState {
   std::optional<std::string> error;
 };
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string indent(const std::string& text, const std::string& prefix) {
   std::string out = prefix;
   for (char c : text) {
@@ -49,6 +44,7 @@ std::string indent(const std::string& text, const std::string& prefix) {
 int cmd_sweep_status(const std::vector<std::string>& argv) {
   Args args(argv, {}, "batchlab sweep status SWEEP.toml");
   const auto ctx = load_sweep(args.positional("SWEEP.toml"), /*keep_config_toml=*/false);
+  if (ctx.spec.study) return print_study_status(ctx);
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool have_runs = fs::exists(ctx.layout.root(), ec);
@@ -77,8 +73,8 @@ int cmd_sweep_status(const std::vector<std::string>& argv) {
   if (fs::exists(ctx.spec.results, ec)) {
     const auto result = results::query_readonly(ctx.spec.results,
                                                 "SELECT run_id, status, attempts, last_step, "
-                                                "total_steps, error FROM runs WHERE sweep_id = " +
-                                                    quote(ctx.plan.sweep_name));
+                                                "total_steps, error FROM runs WHERE sweep_id = ?",
+                                                {ctx.plan.sweep_name});
     for (const auto& row : result.rows) {
       states[row[0].value_or("")] = RunState{row[1].value_or("?"), row[2], row[3], row[4], row[5]};
     }

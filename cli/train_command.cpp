@@ -1,4 +1,6 @@
 // `batchlab train CONFIG.toml [--set k=v]... [--db PATH] [--run-id ID] [--nproc N]`: one job.
+// cmd_train reads as its steps: load and check the job, set up the process (threads, device), build
+// the task and the trainer, resume, open the records, run.
 //
 // Order matters for "bad input writes nothing": the configuration is parsed and validated, the data
 // loaded, the batch geometry and optimizer groups built, and only then is the database opened.
@@ -29,6 +31,7 @@
 #include "core/train/trainer.h"
 #include "experiments/tasks/task_factory.h"
 #include "models/registry.h"
+#include "sweeps/run_row.h"
 
 namespace batchlab::cli {
 
@@ -106,6 +109,139 @@ int launch(const Args& args, const std::vector<std::string>& argv, long long npr
   return launch_local_ranks(launch);
 }
 
+constexpr const char* kUsage =
+    "batchlab train CONFIG.toml [--set key=value]... [--db PATH] [--run-id ID] "
+    "[--checkpoint-dir DIR] [--nproc N] [--stop-file PATH]\n"
+    "\n"
+    "Trains one job and records it in the database.\n"
+    "  --set key=value       override a config key (repeatable)\n"
+    "  --db PATH             database file (default results/batchlab.db)\n"
+    "  --run-id ID           a check, not a name: the run id is the first 16 hex digits of the\n"
+    "                        SHA-256 of the canonical config (after --set), so the same config\n"
+    "                        always gets the same id; a different ID is refused. Leave it out, or\n"
+    "                        pass the id `batchlab sweep plan` prints for the job\n"
+    "  --checkpoint-dir DIR  checkpoints (default <db dir>/checkpoints/<run id>); a checkpoint of\n"
+    "                        this config there is resumed from\n"
+    "  --nproc N             data parallel over N local processes\n"
+    "  --stop-file PATH      read after every evaluation: a line `REASON STEP` there (e.g.\n"
+    "                        `pruned 120`) ends the run at its first evaluation at or past STEP,\n"
+    "                        status stopped, exit 0 (studies use it; a malformed file is ignored)";
+
+// The job as the command line and the config file give it.
+struct Job {
+  std::string config_path;
+  config::ExperimentConfig cfg;
+  std::string run_id;
+  std::string db_path;
+};
+
+Job load_job(const Args& args, const dist::Rendezvous& rv) {
+  Job job;
+  job.config_path = args.positional("CONFIG.toml");
+  job.cfg = config::load_experiment_file(job.config_path,
+                                         load_options(args.values("set"), rv.world_size));
+  job.run_id = config::run_id(job.cfg);
+  if (auto given = args.value("run-id"); given && *given != job.run_id) {
+    throw UsageError(fmt::format(
+        "--run-id {} does not match the configuration: {} with these --set overrides has run id "
+        "{}. --run-id is a check, not a name: the run id is the SHA-256 of the canonical config, "
+        "so the same config always gets the same id. Drop --run-id, or pass the id `batchlab "
+        "sweep plan` prints for this job",
+        *given, job.config_path, job.run_id));
+  }
+  job.db_path = args.value("db").value_or("results/batchlab.db");
+  return job;
+}
+
+// Threads and device of this process (rank); prints the run's banner.
+c10::Device set_up_process(const Job& job, const dist::Rendezvous& rv) {
+  // A rank's output goes through a pipe (launcher, srun): line-buffer it so lines arrive whole.
+  if (rv.distributed()) std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // Ranks sharing a host share its cores: train.threads = 0 gives each its share.
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads =
+      configure_threads(job.cfg.train.threads > 0 ? job.cfg.train.threads
+                                                  : std::max<int64_t>(1, hw / rv.local_world_size));
+  const auto device = train::resolve_device(job.cfg.train.device, rv.local_rank);
+  train::use_device(device);
+  fmt::print(
+      "batchlab {} | run {} | {} -> {} | LibTorch {} | {} threads | {}{}\n", batchlab_version(),
+      job.run_id, job.config_path, job.db_path, torch_version(), threads, device.str(),
+      rv.distributed() ? fmt::format(" | rank {} of {} ({})", rv.rank, rv.world_size, rv.source)
+                       : "");
+  std::fflush(stdout);
+  return device;
+}
+
+// Joins the process group (after the data is loaded); from then on each rank draws its own random
+// numbers (dropout): the model was initialized from train.seed on every rank and rank 0's copy is
+// broadcast.
+std::shared_ptr<train::DataParallel> join_ranks(const Job& job, const dist::Rendezvous& rv,
+                                                c10::Device device) {
+  dist::GroupOptions group;
+  group.backend = dist::choose_backend(job.cfg.train.dist_backend, device);
+  group.device = device;
+  group.timeout = std::chrono::milliseconds(std::llround(job.cfg.train.dist_timeout_s * 1000.0));
+  group.rendezvous_timeout =
+      std::max<std::chrono::milliseconds>(group.timeout, kRendezvousAllowance);
+  auto dp = std::make_shared<dist::ProcessGroupDataParallel>(dist::connect(rv, group));
+  if (rv.rank != 0) {
+    torch::manual_seed(
+        train::mix_seed(static_cast<uint64_t>(job.cfg.train.seed), static_cast<uint64_t>(rv.rank)));
+  }
+  return dp;
+}
+
+train::TrainerOptions trainer_options(const Args& args, const Job& job, const dist::Rendezvous& rv,
+                                      c10::Device device) {
+  train::TrainerOptions options;
+  options.device = device;
+  options.stop_requested = &g_stop_requested;
+  options.run_id = job.run_id;
+  options.stop_file = args.value("stop-file").value_or("");
+  if (rv.distributed()) options.data_parallel = join_ranks(job, rv, device);
+  // Checkpoints live beside the database unless told otherwise: <db dir>/checkpoints/<run id>/.
+  // A run whose directory holds a checkpoint of this configuration resumes from it.
+  const std::string checkpoint_dir =
+      args.value("checkpoint-dir")
+          .value_or((std::filesystem::path(job.db_path).parent_path() / "checkpoints" / job.run_id)
+                        .string());
+  options.checkpoints = std::make_shared<train::CheckpointStore>(checkpoint_dir);
+  return options;
+}
+
+// Rank 0 records the run from here on (everything that can reject the input has run).
+std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step) {
+  const auto& cfg = job.cfg;
+  if (auto parent = std::filesystem::path(job.db_path).parent_path(); !parent.empty()) {
+    std::filesystem::create_directories(parent);
+  }
+  RunIdentity identity = sweeps::run_row_of(cfg);  // the same row `sweep plan` registers
+  identity.host = host_name();
+  identity.git_sha = git_sha();
+  identity.torch_version = torch_version();
+  return std::make_shared<SqliteReporter>(job.db_path, identity,
+                                          resume_step > 0 ? resume_step : -1);
+}
+
+// A crash is recorded as `failed` before it propagates (to the exit code).
+train::RunOutcome run_recorded(train::Trainer& trainer, SqliteReporter* records) {
+  install_stop_handlers();
+  try {
+    return trainer.run();
+  } catch (const std::exception& e) {
+    if (records) records->record_failure(e.what());
+    throw;
+  }
+}
+
+// Diverged and stopped (like done) are results; a preempted run is to be resumed.
+int exit_code(train::RunStatus status) {
+  const bool result = status == train::RunStatus::done || status == train::RunStatus::diverged ||
+                      status == train::RunStatus::stopped;
+  return result ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
 int cmd_train(const std::vector<std::string>& argv) {
@@ -114,125 +250,32 @@ int cmd_train(const std::vector<std::string>& argv) {
              {"db", true, false},
              {"run-id", true, false},
              {"checkpoint-dir", true, false},
-             {"nproc", true, false}},
-            "batchlab train CONFIG.toml [--set key=value]... [--db PATH] [--run-id ID] "
-            "[--checkpoint-dir DIR] [--nproc N]");
+             {"nproc", true, false},
+             {"stop-file", true, false}},
+            kUsage);
   if (auto nproc = args.integer("nproc")) return launch(args, argv, *nproc);
 
   const auto rv = dist::rendezvous_from_process_env();
-  const std::string config_path = args.positional("CONFIG.toml");
-  const auto cfg =
-      config::load_experiment_file(config_path, load_options(args.values("set"), rv.world_size));
-  const std::string run_id = config::run_id(cfg);
-  if (auto given = args.value("run-id"); given && *given != run_id) {
-    throw UsageError(fmt::format(
-        "--run-id {} does not match the configuration: {} with these --set overrides has run id {}",
-        *given, config_path, run_id));
-  }
-  const std::string db_path = args.value("db").value_or("results/batchlab.db");
-  const bool is_root = rv.rank == 0;
-  // A rank's output goes through a pipe (launcher, srun): line-buffer it so lines arrive whole.
-  if (rv.distributed()) std::setvbuf(stdout, nullptr, _IOLBF, 0);
-
-  // Ranks sharing a host share its cores: train.threads = 0 gives each its share.
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads = configure_threads(
-      cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(1, hw / rv.local_world_size));
-  const auto device = train::resolve_device(cfg.train.device, rv.local_rank);
-  train::use_device(device);
-  fmt::print(
-      "batchlab {} | run {} | {} -> {} | LibTorch {} | {} threads | {}{}\n", batchlab_version(),
-      run_id, config_path, db_path, torch_version(), threads, device.str(),
-      rv.distributed() ? fmt::format(" | rank {} of {} ({})", rv.rank, rv.world_size, rv.source)
-                       : "");
-  std::fflush(stdout);
-
-  config::TrainConfig train_cfg = cfg.train;
-  train_cfg.device = device.str();  // "cuda" resolved to this rank's GPU
-  torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
-  auto task = experiments::make_task(cfg.model, cfg.data, cfg.batch, train_cfg);
-
-  train::TrainerOptions options;
-  options.batch = cfg.batch;
-  options.optim = cfg.optim;
-  options.schedule = cfg.schedule;
-  options.train = train_cfg;
-  options.data_seed = cfg.data.seed;
-  options.eval_train_samples = cfg.data.eval_train_samples;
-  options.threads = threads;
-  options.stop_requested = &g_stop_requested;
-  options.run_id = run_id;
-  options.checkpoint_every_s = cfg.train.checkpoint_minutes * 60.0;
-  if (rv.distributed()) {
-    dist::GroupOptions group;
-    group.backend = dist::choose_backend(cfg.train.dist_backend, device);
-    group.device = device;
-    group.timeout = std::chrono::milliseconds(std::llround(cfg.train.dist_timeout_s * 1000.0));
-    group.rendezvous_timeout =
-        std::max<std::chrono::milliseconds>(group.timeout, kRendezvousAllowance);
-    options.data_parallel =
-        std::make_shared<dist::ProcessGroupDataParallel>(dist::connect(rv, group));
-    // The model was initialized from train.seed on every rank (and rank 0's copy is broadcast);
-    // from here on each rank draws its own random numbers (dropout).
-    if (!is_root) {
-      torch::manual_seed(
-          train::mix_seed(static_cast<uint64_t>(cfg.train.seed), static_cast<uint64_t>(rv.rank)));
-    }
-  }
-  // Checkpoints live beside the database unless told otherwise: <db dir>/checkpoints/<run id>/.
-  // A run whose directory holds a checkpoint of this configuration resumes from it.
-  const std::string checkpoint_dir =
-      args.value("checkpoint-dir")
-          .value_or(
-              (std::filesystem::path(db_path).parent_path() / "checkpoints" / run_id).string());
-  options.checkpoints = std::make_shared<train::CheckpointStore>(checkpoint_dir);
+  const Job job = load_job(args, rv);
+  const c10::Device device = set_up_process(job, rv);
+  torch::manual_seed(static_cast<uint64_t>(job.cfg.train.seed));
+  auto task = experiments::make_task(job.cfg.model, job.cfg.data, job.cfg.batch.bn_group, device);
+  const auto options = trainer_options(args, job, rv, device);
 
   train::FanoutReporter reporter;
-  if (is_root) {
+  if (rv.rank == 0) {
     reporter.add(std::make_shared<train::ConsoleReporter>(stdout));
   } else {
     reporter.add(std::make_shared<RankNotes>(rv.rank));
   }
-  train::Trainer trainer(options, *task, reporter);
+  train::Trainer trainer(job.cfg, options, *task, reporter);
   // A checkpoint of another configuration is bad input, refused before anything is recorded.
   const int64_t resume_step = trainer.resume();
-
-  // Everything that can reject the input has run; from here on the run is recorded (by rank 0).
-  std::shared_ptr<SqliteReporter> sqlite;
-  if (is_root) {
-    if (auto parent = std::filesystem::path(db_path).parent_path(); !parent.empty()) {
-      std::filesystem::create_directories(parent);
-    }
-    RunIdentity identity;
-    identity.run_id = run_id;
-    identity.config_toml = config::to_canonical_toml(cfg);
-    identity.model = cfg.model.arch;
-    identity.dataset = cfg.data.dataset;
-    identity.optimizer = cfg.optim.name;
-    identity.scaling = cfg.optim.scaling;
-    identity.base_lr = cfg.optim.base_lr;
-    identity.seed = cfg.train.seed;
-    identity.host = host_name();
-    identity.git_sha = git_sha();
-    identity.torch_version = torch_version();
-    sqlite =
-        std::make_shared<SqliteReporter>(db_path, identity, resume_step > 0 ? resume_step : -1);
-    reporter.add(sqlite);
-  }
+  const auto records = rv.rank == 0 ? open_records(job, resume_step) : nullptr;
+  if (records) reporter.add(records);
   // Last, so the rows of the faulting step are already queued when the fault strikes.
-  if (auto fault = make_fault_injector(run_id, rv.rank)) reporter.add(fault);
-
-  install_stop_handlers();
-  train::RunOutcome outcome;
-  try {
-    outcome = trainer.run();
-  } catch (const std::exception& e) {
-    if (sqlite) sqlite->record_failure(e.what());
-    throw;
-  }
-  return outcome.status == train::RunStatus::done || outcome.status == train::RunStatus::diverged
-             ? kExitOk
-             : kExitFailed;
+  if (auto fault = make_fault_injector(job.run_id, rv.rank)) reporter.add(fault);
+  return exit_code(run_recorded(trainer, records.get()).status);
 }
 
 }  // namespace batchlab::cli

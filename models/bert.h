@@ -31,7 +31,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/config/experiment_config.h"
+#include "core/config/model_config.h"
 #include "models/bert_config.h"
 #include "models/bert_embeddings.h"
 #include "models/bert_layer.h"

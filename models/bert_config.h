@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/model_config.h"
 
 namespace batchlab::models {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/model_config.h"
 #include "models/masked_lm.h"
 #include "models/network.h"
 

@@ -7,6 +7,7 @@
 
 #include <utility>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 #include "models/basic_block.h"
 #include "models/bottleneck.h"
@@ -65,7 +66,8 @@ ResNetStem resolve_stem(const std::string& name, int64_t height, int64_t width) 
   if (name == "auto") {
     return height <= 64 && width <= 64 ? ResNetStem::kSmall : ResNetStem::kImageNet;
   }
-  throw InputError(fmt::format("model.stem = \"{}\": must be one of auto, imagenet, small", name));
+  // The schema's model.stem rule (core/config) rejects any other name when the config is read.
+  config::internal_error("resolve_stem", fmt::format("model.stem = \"{}\" is not a stem", name));
 }
 
 ResNet::ResNet(ResNetOptions options) : options_(std::move(options)) {

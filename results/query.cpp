@@ -66,9 +66,36 @@ std::string hex(const void* data, int size) {
   throw StoreError(db.path(), context, db.last_message());
 }
 
+void bind_all(const Connection& db, sqlite3_stmt* stmt, const std::vector<QueryParam>& params,
+              std::string_view sql) {
+  const int expected = sqlite3_bind_parameter_count(stmt);
+  if (expected != static_cast<int>(params.size())) {
+    throw StoreInputError(db.path(), fmt::format("`{}` has {} parameter(s), {} value(s) given",
+                                                 excerpt(sql), expected, params.size()));
+  }
+  for (int i = 0; i < expected; ++i) {
+    const auto& p = params[static_cast<size_t>(i)];
+    int rc = SQLITE_OK;
+    if (const auto* text = std::get_if<std::string>(&p)) {
+      rc = sqlite3_bind_text(stmt, i + 1, text->data(), static_cast<int>(text->size()),
+                             SQLITE_TRANSIENT);
+    } else if (const auto* integer = std::get_if<std::int64_t>(&p)) {
+      rc = sqlite3_bind_int64(stmt, i + 1, *integer);
+    } else {
+      rc = sqlite3_bind_double(stmt, i + 1, std::get<double>(p));
+    }
+    if (rc != SQLITE_OK) fail(db, fmt::format("cannot bind parameter {}", i + 1));
+  }
+}
+
 }  // namespace
 
 QueryResult query_readonly(const std::string& db_path, const std::string& sql) {
+  return query_readonly(db_path, sql, {});
+}
+
+QueryResult query_readonly(const std::string& db_path, const std::string& sql,
+                           const std::vector<QueryParam>& params) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(db_path, ec)) {
     throw StoreInputError(db_path, "no database file here");
@@ -111,6 +138,8 @@ QueryResult query_readonly(const std::string& db_path, const std::string& sql) {
                                                "allowed",
                                                excerpt(sql)));
   }
+
+  if (!params.empty()) bind_all(db, stmt.get(), params, sql);
 
   QueryResult result;
   const int ncols = sqlite3_column_count(stmt.get());

@@ -4,7 +4,10 @@
 // writer without risk to its data. In WAL mode the reader neither blocks nor is blocked by it.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "results/query_result.h"
 
@@ -15,5 +18,13 @@ namespace batchlab::results {
 // rejects (syntax, unknown table or column); StoreError for anything else (a lock held past the
 // 30 s busy timeout, I/O errors).
 QueryResult query_readonly(const std::string& db_path, const std::string& sql);
+
+// A value bound to a `?` of the statement (values never enter the SQL text).
+using QueryParam = std::variant<std::string, std::int64_t, double>;
+
+// The same with `params` bound to the statement's parameters in order; a statement whose
+// parameter count differs from params.size() is a StoreInputError.
+QueryResult query_readonly(const std::string& db_path, const std::string& sql,
+                           const std::vector<QueryParam>& params);
 
 }  // namespace batchlab::results

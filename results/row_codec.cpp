@@ -107,9 +107,10 @@ const char* const RowCodec<EvalRow>::table = "evals";
 const char* const RowCodec<EvalRow>::order_by = "step";
 
 const std::vector<std::string>& RowCodec<EvalRow>::columns() {
-  static const std::vector<std::string> cols = {
-      "run_id",    "step",     "epoch",    "samples", "wall_s", "train_loss", "train_acc",
-      "test_loss", "test_acc", "gap_loss", "gap_acc", "eval_s", "nonfinite"};
+  static const std::vector<std::string> cols = {"run_id",   "step",       "epoch",     "samples",
+                                                "wall_s",   "train_loss", "train_acc", "test_loss",
+                                                "test_acc", "gap_loss",   "gap_acc",   "eval_s",
+                                                "val_loss", "val_acc",    "nonfinite"};
   return cols;
 }
 
@@ -122,7 +123,8 @@ void RowCodec<EvalRow>::bind(Statement& stmt, const EvalRow& given) {
       nf.note("wall_s", row.wall_s))(nf.note("train_loss", row.train_loss))(
       nf.note("train_acc", row.train_acc))(nf.note("test_loss", row.test_loss))(
       nf.note("test_acc", row.test_acc))(nf.note("gap_loss", row.gap_loss))(
-      nf.note("gap_acc", row.gap_acc))(nf.note("eval_s", row.eval_s))(nf.text());
+      nf.note("gap_acc", row.gap_acc))(nf.note("eval_s", row.eval_s))(
+      nf.note("val_loss", row.val_loss))(nf.note("val_acc", row.val_acc))(nf.text());
 }
 
 EvalRow RowCodec<EvalRow>::read(const Statement& stmt, const std::string& db_path) {
@@ -141,6 +143,8 @@ EvalRow RowCodec<EvalRow>::read(const Statement& stmt, const std::string& db_pat
   row.gap_loss = nf.restore("gap_loss", r.opt_double());
   row.gap_acc = nf.restore("gap_acc", r.opt_double());
   row.eval_s = nf.restore("eval_s", r.opt_double());
+  row.val_loss = nf.restore("val_loss", r.opt_double());
+  row.val_acc = nf.restore("val_acc", r.opt_double());
   return row;
 }
 
@@ -329,6 +333,88 @@ SweepRow RowCodec<SweepRow>::read(const Statement& stmt, const std::string& /*db
   row.name = r.text();
   row.spec_toml = r.opt_text();
   row.created_at = r.opt_text();
+  return row;
+}
+
+// ---- study_cells and study_trials (values finite by construction: the engine never stores a
+// NaN crossing, so no `nonfinite` column)
+
+const char* const RowCodec<StudyCellRow>::table = "study_cells";
+const char* const RowCodec<StudyCellRow>::order_by = "optimizer, global_batch, seed, cell_id";
+
+const std::vector<std::string>& RowCodec<StudyCellRow>::columns() {
+  static const std::vector<std::string> cols = {
+      "cell_id",         "sweep_id",          "optimizer",    "global_batch", "seed",
+      "cell_toml",       "target_metric",     "target_value", "lr_center",    "lr_factor",
+      "cap_steps",       "warmup_steps",      "status",       "best_run_id",  "best_lr",
+      "steps_to_target", "samples_to_target", "updated_at"};
+  return cols;
+}
+
+void RowCodec<StudyCellRow>::bind(Statement& stmt, const StudyCellRow& row) {
+  Binder bind_next(stmt);
+  bind_next(row.cell_id)(row.sweep_id)(row.optimizer)(row.global_batch)(row.seed)(row.cell_toml)(
+      row.target_metric)(std::optional<double>(row.target_value))(
+      std::optional<double>(row.lr_center))(std::optional<double>(row.lr_factor))(row.cap_steps)(
+      row.warmup_steps)(row.status)(row.best_run_id)(row.best_lr)(row.steps_to_target)(
+      row.samples_to_target)(row.updated_at);
+}
+
+StudyCellRow RowCodec<StudyCellRow>::read(const Statement& stmt, const std::string& /*db_path*/) {
+  Reader r(stmt);
+  StudyCellRow row;
+  row.cell_id = r.text();
+  row.sweep_id = r.text();
+  row.optimizer = r.text();
+  row.global_batch = r.int64();
+  row.seed = r.int64();
+  row.cell_toml = r.text();
+  row.target_metric = r.text();
+  row.target_value = r.opt_double().value_or(0.0);
+  row.lr_center = r.opt_double().value_or(0.0);
+  row.lr_factor = r.opt_double().value_or(0.0);
+  row.cap_steps = r.int64();
+  row.warmup_steps = r.int64();
+  row.status = r.text();
+  row.best_run_id = r.opt_text();
+  row.best_lr = r.opt_double();
+  row.steps_to_target = r.opt_double();
+  row.samples_to_target = r.opt_double();
+  row.updated_at = r.opt_text();
+  return row;
+}
+
+const char* const RowCodec<StudyTrialRow>::table = "study_trials";
+const char* const RowCodec<StudyTrialRow>::order_by = "cell_id, lr_index";
+
+const std::vector<std::string>& RowCodec<StudyTrialRow>::columns() {
+  static const std::vector<std::string> cols = {
+      "run_id",          "cell_id",         "base_lr",     "lr_index", "outcome",   "last_step",
+      "steps_to_target", "samples_trained", "cap_samples", "reason",   "decided_at"};
+  return cols;
+}
+
+void RowCodec<StudyTrialRow>::bind(Statement& stmt, const StudyTrialRow& row) {
+  Binder bind_next(stmt);
+  bind_next(row.run_id)(row.cell_id)(std::optional<double>(row.base_lr))(row.lr_index)(row.outcome)(
+      row.last_step)(row.steps_to_target)(row.samples_trained)(row.cap_samples)(row.reason)(
+      row.decided_at);
+}
+
+StudyTrialRow RowCodec<StudyTrialRow>::read(const Statement& stmt, const std::string& /*db_path*/) {
+  Reader r(stmt);
+  StudyTrialRow row;
+  row.run_id = r.text();
+  row.cell_id = r.text();
+  row.base_lr = r.opt_double().value_or(0.0);
+  row.lr_index = r.int64();
+  row.outcome = r.text();
+  row.last_step = r.opt_int64();
+  row.steps_to_target = r.opt_double();
+  row.samples_trained = r.opt_int64();
+  row.cap_samples = r.opt_int64();
+  row.reason = r.opt_text();
+  row.decided_at = r.opt_text();
   return row;
 }
 

@@ -9,9 +9,9 @@
 namespace batchlab::results {
 
 bool is_known_run_status(std::string_view status) {
-  static constexpr std::array<std::string_view, 7> kAll = {
+  static constexpr std::array<std::string_view, 8> kAll = {
       run_status::kPlanned,  run_status::kRunning,   run_status::kDone, run_status::kFailed,
-      run_status::kDiverged, run_status::kPreempted, run_status::kOom};
+      run_status::kDiverged, run_status::kPreempted, run_status::kOom,  run_status::kStopped};
   for (auto known : kAll) {
     if (status == known) return true;
   }
@@ -21,6 +21,21 @@ bool is_known_run_status(std::string_view status) {
 bool is_final_run_status(std::string_view status) {
   return is_known_run_status(status) && status != run_status::kPlanned &&
          status != run_status::kRunning;
+}
+
+bool is_known_cell_status(std::string_view status) {
+  return status == cell_status::kSearching || status == cell_status::kReached ||
+         status == cell_status::kCensored;
+}
+
+bool is_known_trial_outcome(std::string_view outcome) {
+  static constexpr std::array<std::string_view, 6> kAll = {
+      trial_outcome::kRunning, trial_outcome::kReached,  trial_outcome::kCapped,
+      trial_outcome::kPruned,  trial_outcome::kDiverged, trial_outcome::kStoppedByRace};
+  for (auto known : kAll) {
+    if (outcome == known) return true;
+  }
+  return false;
 }
 
 std::string utc_now() {

@@ -10,7 +10,8 @@
 
 namespace batchlab::results {
 
-// runs.status values (DESIGN.md), plus `oom`, a failure kind of its own.
+// runs.status values (DESIGN.md), plus `oom`, a failure kind of its own, and `stopped`: the run
+// honoured a stop request (a study's race or pruning); a result, like diverged, never retried.
 namespace run_status {
 inline constexpr std::string_view kPlanned = "planned";
 inline constexpr std::string_view kRunning = "running";
@@ -19,6 +20,7 @@ inline constexpr std::string_view kFailed = "failed";
 inline constexpr std::string_view kDiverged = "diverged";
 inline constexpr std::string_view kPreempted = "preempted";
 inline constexpr std::string_view kOom = "oom";
+inline constexpr std::string_view kStopped = "stopped";
 }  // namespace run_status
 
 bool is_known_run_status(std::string_view status);
@@ -99,6 +101,9 @@ struct EvalRow {
   std::optional<double> gap_loss;  // test_loss - train_loss; filled on write when absent
   std::optional<double> gap_acc;   // train_acc - test_acc; filled on write when absent
   std::optional<double> eval_s;    // how long the evaluation took (not on the training clock)
+  // Schema version 3: the held-out validation split (data.val_size); nullopt when there is none.
+  std::optional<double> val_loss;
+  std::optional<double> val_acc;
 };
 
 // gap_loss = test_loss - train_loss and gap_acc = train_acc - test_acc (DESIGN.md), where absent
@@ -135,6 +140,65 @@ struct MilestoneRow {
   double epoch = 0.0;
   std::int64_t samples = 0;
   double wall_s = 0.0;
+};
+
+// ---- scaling studies (schema version 3; docs/sweeps.md "Studies")
+
+// study_cells.status
+namespace cell_status {
+inline constexpr std::string_view kSearching = "searching";
+inline constexpr std::string_view kReached = "reached";
+inline constexpr std::string_view kCensored = "censored";  // no trial reached within the cap
+}  // namespace cell_status
+
+// study_trials.outcome
+namespace trial_outcome {
+inline constexpr std::string_view kRunning = "running";
+inline constexpr std::string_view kReached = "reached";
+inline constexpr std::string_view kCapped = "capped";
+inline constexpr std::string_view kPruned = "pruned";
+inline constexpr std::string_view kDiverged = "diverged";
+inline constexpr std::string_view kStoppedByRace = "stopped_by_race";
+}  // namespace trial_outcome
+
+bool is_known_cell_status(std::string_view status);
+bool is_known_trial_outcome(std::string_view outcome);
+
+// One learning-rate search: the grid point without the LR (seed included).
+struct StudyCellRow {
+  std::string cell_id;  // hash of the cell's resolved config without the LR
+  std::string sweep_id;
+  std::string optimizer;
+  std::int64_t global_batch = 0;
+  std::int64_t seed = 0;
+  std::string cell_toml;  // the non-LR axis values that define the cell
+  std::string target_metric;
+  double target_value = 0.0;
+  double lr_center = 0.0;
+  double lr_factor = 2.0;
+  std::int64_t cap_steps = 0;
+  std::int64_t warmup_steps = 0;
+  std::string status{cell_status::kSearching};
+  std::optional<std::string> best_run_id;
+  std::optional<double> best_lr;
+  std::optional<double> steps_to_target;    // interpolated in log-step; set when reached
+  std::optional<double> samples_to_target;  // steps_to_target x global_batch
+  std::optional<std::string> updated_at;    // filled with utc_now() on write when absent
+};
+
+// One learning rate of a cell: base_lr = lr_center * lr_factor^lr_index.
+struct StudyTrialRow {
+  std::string run_id;
+  std::string cell_id;
+  double base_lr = 0.0;
+  std::int64_t lr_index = 0;
+  std::string outcome{trial_outcome::kRunning};
+  std::optional<std::int64_t> last_step;        // last evaluated step
+  std::optional<double> steps_to_target;        // interpolated crossing; set when reached
+  std::optional<std::int64_t> samples_trained;  // updates trained x global_batch
+  std::optional<std::int64_t> cap_samples;      // cap_steps x global_batch
+  std::optional<std::string> reason;
+  std::optional<std::string> decided_at;  // filled with utc_now() on write when absent
 };
 
 }  // namespace batchlab::results

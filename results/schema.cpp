@@ -135,8 +135,54 @@ ALTER TABLE runs ADD COLUMN train_s REAL;
 CREATE INDEX runs_by_status ON runs(status);
 )sql";
 
+// Scaling studies (issue 13): the validation split's metrics, and the learning-rate search of each
+// study cell with its trials' outcomes, so a study's result (and its fit) is computable from rows
+// alone. study_trials.run_id does not reference runs: a trial is decided before its job records
+// anything, and a study database written by another program needs no runs rows to be read.
+const char* const kVersion3 = R"sql(
+ALTER TABLE evals ADD COLUMN val_loss REAL;
+ALTER TABLE evals ADD COLUMN val_acc REAL;
+
+CREATE TABLE study_cells(
+  cell_id           TEXT NOT NULL PRIMARY KEY,
+  sweep_id          TEXT NOT NULL,
+  optimizer         TEXT NOT NULL,
+  global_batch      INTEGER NOT NULL,
+  seed              INTEGER NOT NULL,
+  cell_toml         TEXT NOT NULL,
+  target_metric     TEXT NOT NULL,
+  target_value      REAL NOT NULL,
+  lr_center         REAL NOT NULL,
+  lr_factor         REAL NOT NULL,
+  cap_steps         INTEGER NOT NULL,
+  warmup_steps      INTEGER NOT NULL,
+  status            TEXT NOT NULL,
+  best_run_id       TEXT,
+  best_lr           REAL,
+  steps_to_target   REAL,
+  samples_to_target REAL,
+  updated_at        TEXT
+);
+CREATE INDEX study_cells_by_sweep ON study_cells(sweep_id, optimizer, global_batch);
+
+CREATE TABLE study_trials(
+  run_id          TEXT NOT NULL PRIMARY KEY,
+  cell_id         TEXT NOT NULL REFERENCES study_cells(cell_id),
+  base_lr         REAL NOT NULL,
+  lr_index        INTEGER NOT NULL,
+  outcome         TEXT NOT NULL,
+  last_step       INTEGER,
+  steps_to_target REAL,
+  samples_trained INTEGER,
+  cap_samples     INTEGER,
+  reason          TEXT,
+  decided_at      TEXT
+);
+CREATE INDEX study_trials_by_cell ON study_trials(cell_id, lr_index);
+)sql";
+
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> scripts = {kVersion1, kVersion2};
+  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3};
   return scripts;
 }
 

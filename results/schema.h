@@ -5,7 +5,9 @@
 // Version 1 is exactly the tables of DESIGN.md "Database (the contract)". Version 2 adds what a
 // real trainer records beyond it: the `nonfinite` column (SQLite stores NaN as NULL, so non-finite
 // values are written as NULL and named there), the physical-batch and data-accounting columns of
-// runs, the training clock (runs.train_s) and the evaluation time (evals.eval_s).
+// runs, the training clock (runs.train_s) and the evaluation time (evals.eval_s). Version 3 adds
+// the validation metrics (evals.val_loss, evals.val_acc) and the scaling-study tables study_cells
+// and study_trials (docs/sweeps.md, "Studies").
 #pragma once
 
 #include <cstdint>

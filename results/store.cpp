@@ -36,6 +36,30 @@ std::string insert_sql<MilestoneRow>() {
       join_columns(cols), placeholders(cols.size()));
 }
 
+// Study rows are updated as a study progresses; an upsert rather than INSERT OR REPLACE, whose
+// delete-then-insert of a cell would trip study_trials' foreign key.
+template <class Row>
+std::string upsert_sql(const std::string& key) {
+  const auto& cols = RowCodec<Row>::columns();
+  std::string sets;
+  for (const auto& c : cols) {
+    if (c == key) continue;
+    if (!sets.empty()) sets += ", ";
+    sets += fmt::format("{0} = excluded.{0}", c);
+  }
+  return fmt::format("INSERT INTO {}({}) VALUES({}) ON CONFLICT({}) DO UPDATE SET {}",
+                     RowCodec<Row>::table, join_columns(cols), placeholders(cols.size()), key,
+                     sets);
+}
+
+// Columns of a study table qualified with its alias, for a join.
+template <class Row>
+std::string qualified_columns(const std::string& alias) {
+  std::string out;
+  for (const auto& c : RowCodec<Row>::columns()) out += (out.empty() ? "" : ", ") + alias + "." + c;
+  return out;
+}
+
 template <class Row>
 std::string select_sql() {
   return fmt::format("SELECT {} FROM {} WHERE run_id = ?1 ORDER BY {}",
@@ -127,9 +151,33 @@ struct Store::Impl {
     if (!is_known_run_status(status)) {
       throw StoreError(
           db.path(), fmt::format("unknown run status `{}` (known: planned, running, done, failed, "
-                                 "diverged, preempted, oom)",
+                                 "diverged, preempted, oom, stopped)",
                                  status));
     }
+  }
+
+  template <class Row>
+  void upsert_all(const std::vector<Row>& rows, const std::string& key) {
+    if (rows.empty()) return;
+    Transaction tx(db);
+    Statement& stmt = prepared(upsert_sql<Row>(key));
+    ResetOnExit reset(stmt);
+    for (const Row& row : rows) {
+      stmt.reset();
+      RowCodec<Row>::bind(stmt, row);
+      stmt.run();
+    }
+    tx.commit();
+  }
+
+  template <class Row>
+  std::vector<Row> select_all(const std::string& sql, const std::optional<std::string>& arg) {
+    Statement& stmt = prepared(sql);
+    ResetOnExit reset(stmt);
+    if (arg) stmt.bind_text(1, *arg);
+    std::vector<Row> rows;
+    while (stmt.step()) rows.push_back(RowCodec<Row>::read(stmt, db.path()));
+    return rows;
   }
 
   template <class Row>
@@ -370,6 +418,63 @@ void Store::delete_rows_after(const std::string& run_id, std::int64_t step) {
   stmt.bind_int64(2, step);
   stmt.run();
   tx.commit();
+}
+
+void Store::write_study_cells(const std::vector<StudyCellRow>& cells) {
+  std::vector<StudyCellRow> rows = cells;
+  for (auto& row : rows) {
+    if (!is_known_cell_status(row.status)) {
+      throw StoreError(path(), fmt::format("cell {}: unknown study cell status `{}` (known: "
+                                           "searching, reached, censored)",
+                                           row.cell_id, row.status));
+    }
+    if (!row.updated_at) row.updated_at = utc_now();
+  }
+  try {
+    impl_->upsert_all(rows, "cell_id");
+  } catch (const StoreError& e) {
+    throw StoreError(path(), "cannot write study cells", e.sqlite_message());
+  }
+}
+
+void Store::write_study_trials(const std::vector<StudyTrialRow>& trials) {
+  std::vector<StudyTrialRow> rows = trials;
+  for (auto& row : rows) {
+    if (!is_known_trial_outcome(row.outcome)) {
+      throw StoreError(path(), fmt::format("trial {}: unknown study trial outcome `{}` (known: "
+                                           "running, reached, capped, pruned, diverged, "
+                                           "stopped_by_race)",
+                                           row.run_id, row.outcome));
+    }
+    if (!row.decided_at) row.decided_at = utc_now();
+  }
+  try {
+    impl_->upsert_all(rows, "run_id");
+  } catch (const StoreError& e) {
+    // The usual cause: a trial whose cell was not written first (foreign key).
+    throw StoreError(path(), "cannot write study trials", e.sqlite_message());
+  }
+}
+
+std::vector<StudyCellRow> Store::read_study_cells(const std::optional<std::string>& sweep_id) {
+  using Codec = RowCodec<StudyCellRow>;
+  const std::string cols = join_columns(Codec::columns());
+  return impl_->select_all<StudyCellRow>(
+      sweep_id ? fmt::format("SELECT {} FROM study_cells WHERE sweep_id = ?1 ORDER BY {}", cols,
+                             Codec::order_by)
+               : fmt::format("SELECT {} FROM study_cells ORDER BY {}", cols, Codec::order_by),
+      sweep_id);
+}
+
+std::vector<StudyTrialRow> Store::read_study_trials(const std::optional<std::string>& sweep_id) {
+  const std::string cols = qualified_columns<StudyTrialRow>("t");
+  const std::string from = "study_trials t JOIN study_cells c ON c.cell_id = t.cell_id";
+  return impl_->select_all<StudyTrialRow>(
+      sweep_id ? fmt::format("SELECT {} FROM {} WHERE c.sweep_id = ?1 ORDER BY t.cell_id, "
+                             "t.lr_index",
+                             cols, from)
+               : fmt::format("SELECT {} FROM {} ORDER BY t.cell_id, t.lr_index", cols, from),
+      sweep_id);
 }
 
 std::vector<StepRow> Store::read_steps(const std::string& run_id) {

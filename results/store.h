@@ -72,7 +72,8 @@ class Store {
   // - status `planned` on an existing run changes neither status nor attempts: re-planning a sweep
   //   never forgets that a run is done, failed or running;
   // - row.attempts, when given, is stored as is (an ingest replaying records stays idempotent);
-  // - a final status (done, failed, diverged, preempted, oom) sets finished_at to now when not
+  // - a final status (done, failed, diverged, preempted, oom, stopped) sets finished_at to now when
+  // not
   //   given.
   // Throws StoreError for an unknown status, or for a sweep_id without a sweeps row (foreign key).
   void upsert_run(const RunRow& run);
@@ -107,6 +108,19 @@ class Store {
   // step > `step`, and lowers runs.last_step to `step`, in one transaction. step = -1 clears the
   // run's series (a retry from scratch).
   void delete_rows_after(const std::string& run_id, std::int64_t step);
+
+  // ---- scaling studies: one upsert transaction per call, keyed by cell_id / run_id, so the
+  // coordinator rewrites a cell or trial as it progresses. updated_at / decided_at are set to now
+  // when absent. Throws StoreError for an unknown status or outcome, or a trial without its cell.
+
+  void write_study_cells(const std::vector<StudyCellRow>& cells);
+  void write_study_trials(const std::vector<StudyTrialRow>& trials);
+  // All cells, or those of one sweep, ordered by optimizer, batch, seed.
+  std::vector<StudyCellRow> read_study_cells(
+      const std::optional<std::string>& sweep_id = std::nullopt);
+  // All trials, or those of one sweep's cells, ordered by cell and lr_index.
+  std::vector<StudyTrialRow> read_study_trials(
+      const std::optional<std::string>& sweep_id = std::nullopt);
 
   // ---- readers (a run's rows in step order, non-finite values restored)
 

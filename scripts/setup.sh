@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package that batchlab's build, tests and quickstart need, and only those
 # that are missing. Idempotent: a second run installs nothing and prints one line.
-# Usage: scripts/setup.sh [--with-python]   (--with-python adds the Python peers used by the tests,
-#                                             bench/ and the plotting scripts: python3-torch,
-#                                             python3-torchvision, python3-matplotlib)
+# Usage: scripts/setup.sh [--with-python]   (--with-python adds the Python peers used by the tests
+#                                             and bench/: python3-torch, python3-torchvision)
 set -euo pipefail
 
 pkgs=(
@@ -19,11 +18,14 @@ pkgs=(
   libsentencepiece-dev    # tokenizer training and encoding for BERT pretraining text
   libgloo-dev             # headers LibTorch's ProcessGroupGloo needs (CPU data parallelism)
   python3.11-doc          # English prose (reStructuredText sources) for the MLM demo corpus
+  # `batchlab plot` (the README's figure commands) runs analysis/plots/*.py with Debian's
+  # /usr/bin/python3: the quickstart's setup installs what they import.
+  python3-matplotlib python3-numpy
 )
 if [[ "${1:-}" == "--with-python" ]]; then
-  # The Python peers: reference outputs in tests (torchvision, torch.nn), side-by-side benchmarks,
-  # and the plotting scripts (analysis/plots). Always Debian's /usr/bin/python3.
-  pkgs+=(python3-torch python3-torchvision python3-matplotlib python3-numpy)
+  # The Python peers: reference outputs in tests (torchvision, torch.nn) and side-by-side
+  # benchmarks (bench/*.py). Always Debian's /usr/bin/python3.
+  pkgs+=(python3-torch python3-torchvision)
 fi
 
 missing=()

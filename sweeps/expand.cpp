@@ -10,9 +10,9 @@
 #include <unordered_map>
 
 #include "core/config/read_context.h"
-#include "core/config/sha256.h"
 #include "core/config/toml_text.h"
 #include "sweeps/problems.h"
+#include "sweeps/run_row.h"
 
 namespace batchlab::sweeps {
 
@@ -309,18 +309,10 @@ class Expander {
         job.coordinates.push_back(axis.values[index[d]].text);
       }
     }
+    static_cast<ConfigColumns&>(job) = config_columns(cfg);
     std::string canonical = config::to_canonical_toml(cfg);
-    // config::run_id hashes the same text; hashing it here saves rendering it twice.
-    job.run_id = config::sha256_hex(canonical).substr(0, 16);
+    job.run_id = config::run_id_of_canonical(canonical);
     if (options_.keep_config_toml) job.config_toml = std::move(canonical);
-    job.model = cfg.model.arch;
-    job.dataset = cfg.data.dataset;
-    job.optimizer = cfg.optim.name;
-    job.scaling = cfg.optim.scaling;
-    job.base_lr = cfg.optim.base_lr;
-    job.seed = cfg.train.seed;
-    job.global_batch = cfg.batch.global;
-    job.bn_group = cfg.batch.bn_group;
     job.threads = cfg.train.threads;
     if (!cfg.train.targets.empty()) {
       job.target_metric = cfg.train.targets.front().metric;
@@ -348,17 +340,7 @@ toml::table parse_base(const std::string& path) {
   if (!in) throw InputError(fmt::format("base experiment '{}' cannot be read", path));
   std::ostringstream text;
   text << in.rdbuf();
-  const std::string content = text.str();
-  try {
-    return toml::parse(content, path);
-  } catch (const toml::parse_error& e) {
-    Diagnostic d;
-    d.file = path;
-    d.line = static_cast<int>(e.source().begin.line);
-    d.column = static_cast<int>(e.source().begin.column);
-    d.rule = "TOML syntax error: " + std::string(e.description());
-    throw ConfigError({d});
-  }
+  return config::parse_toml(text.str(), path);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "core/config/loader.h"
 #include "sweeps/derived.h"
+#include "sweeps/run_row.h"
 #include "sweeps/spec.h"
 
 namespace batchlab::sweeps {
@@ -44,21 +45,14 @@ struct PlanOptions {
   size_t jobs_listed_per_problem = 4;  // coordinates shown per distinct problem
 };
 
-struct Job {
+// A job is-a ConfigColumns (run_row.h): model, dataset, optimizer, scaling, base_lr, seed,
+// global_batch and bn_group, what its planned runs row records before it starts.
+struct Job : ConfigColumns {
   size_t combination = 0;                // index in the full product, 1-based in messages
   std::vector<std::string> coordinates;  // one value per Plan::coordinate_keys entry
   std::string run_id;
-  std::string config_toml;  // canonical TOML (empty unless keep_config_toml)
-  // What the planned runs row records before the job starts.
-  std::string model;
-  std::string dataset;
-  std::string optimizer;
-  std::string scaling;
-  double base_lr = 0.0;
-  int64_t seed = 0;
-  int64_t global_batch = 0;
-  int64_t bn_group = 0;
-  int64_t threads = 0;
+  std::string config_toml;    // canonical TOML (empty unless keep_config_toml)
+  int64_t threads = 0;        // train.threads, for sizing the workers
   std::string target_metric;  // the first train.target, if any ("" when none)
   double target_value = 0.0;
   DerivedValues derived;

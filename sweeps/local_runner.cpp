@@ -124,48 +124,18 @@ class Runner {
   // False when the job turned out to be settled already.
   bool start(size_t job_index, size_t worker, FileLock lock) {
     const Job& job = plan_.jobs[job_index];
-    const std::string records = layout_.records_path(job.run_id);
-    if (exists(records)) {
-      results::finalize_record(records, job.run_id, results::run_status::kPreempted,
-                               "interrupted: its process ended without recording an outcome");
-      auto folded = records_.ingest(job.run_id, std::nullopt);
-      if (folded && is_settled(folded->status)) {
-        ++summary_.settled;
-        --summary_.queued;
-        return false;
-      }
+    if (auto folded = fold_leftover(records_, layout_, job.run_id);
+        folded && is_settled(folded->status)) {
+      ++summary_.settled;
+      --summary_.queued;
+      return false;
     }
-    layout_.write_config(job.run_id, job.config_toml);
     const int attempt = static_cast<int>(++attempts_[job_index]);
-    {
-      std::ofstream log(layout_.log_path(job.run_id), std::ios::app);
-      log << fmt::format(
-          "=== batchlab sweep {}: attempt {} on worker {}{} at {} ===\n", plan_.sweep_name, attempt,
-          worker, options_.devices.empty() ? "" : " (device " + options_.devices[worker] + ")",
-          results::utc_now());
-    }
-    results::RunRow row;
-    row.run_id = job.run_id;
-    row.sweep_id = records_.sweep_id();
-    row.status = std::string(results::run_status::kRunning);
-    row.attempts = attempt;
-    records_.store().upsert_run(row);
-
-    SpawnOptions spawn;
-    spawn.argv = {options_.batchlab,
-                  "train",
-                  layout_.config_path(job.run_id),
-                  "--run-id",
-                  job.run_id,
-                  "--db",
-                  records};
-    if (!options_.devices.empty())
-      spawn.env.emplace_back("CUDA_VISIBLE_DEVICES", options_.devices[worker]);
-    spawn.log_path = layout_.log_path(job.run_id);
-    spawn.keep_fd = lock.fd();
-    spawn.parent_death_signal = SIGTERM;
-    Running r{job_index,       worker,      attempt, ChildProcess::spawn(spawn),
-              std::move(lock), Clock::now()};
+    AttemptSpec spec{&job, worker, attempt, {}};
+    Running r{
+        job_index,       worker,
+        attempt,         spawn_attempt(records_, layout_, options_, plan_.sweep_name, spec, lock),
+        std::move(lock), Clock::now()};
     JobEvent event;
     event.job = &job;
     event.worker = worker;
@@ -179,40 +149,21 @@ class Runner {
   void finish(Running& r, const ExitStatus& exit) {
     const Job& job = plan_.jobs[r.job];
     const bool stopping = stop_level_ > 0;
-    const bool bad_input = !exit.signaled && exit.code == 2;
-    const std::string records = layout_.records_path(job.run_id);
-    if (exists(records)) {
-      results::finalize_record(
-          records, job.run_id,
-          stopping ? results::run_status::kPreempted : results::run_status::kFailed,
-          stopping ? "stopped by the sweep coordinator" : "crashed: " + exit.describe());
-    }
     JobEvent event;
     event.job = &job;
     event.worker = r.worker;
     event.attempt = r.attempt;
-    event.exit = exit.describe();
     event.seconds = std::chrono::duration<double>(Clock::now() - r.started).count();
-    if (auto folded = records_.ingest(job.run_id, r.attempt)) {
-      event.status = folded->status;
-      event.error = folded->error.value_or("");
-    } else {
-      // The process ended before it opened its records file (bad input, or a crash while loading).
-      event.status =
-          std::string(stopping ? results::run_status::kPreempted : results::run_status::kFailed);
-      event.error = fmt::format("{} before recording anything ({}): {}",
-                                bad_input ? "invalid input" : "ended", exit.describe(),
-                                tail_lines(layout_.log_path(job.run_id), 1));
-      records_.store().set_run_status(job.run_id, event.status, event.error);
-    }
-    const bool rerunnable = event.status == results::run_status::kFailed ||
-                            event.status == results::run_status::kPreempted;
-    if (rerunnable && !stopping && !bad_input && crashes_[r.job] < options_.retries) {
+    settle_attempt(records_, layout_, job, exit, stopping, event);
+    const bool bad_input = !exit.signaled && exit.code == 2;
+    if (is_rerunnable(event.status) && !stopping && !bad_input &&
+        crashes_[r.job] < options_.retries) {
       ++crashes_[r.job];
       event.retry = true;
       queue_.push_back(r.job);
-    } else if (event.status == results::run_status::kDone) {
-      ++summary_.done;
+    } else if (event.status == results::run_status::kDone ||
+               event.status == results::run_status::kStopped) {
+      ++summary_.done;  // a stop request honoured is a result too
     } else if (event.status == results::run_status::kDiverged) {
       ++summary_.diverged;
     } else if (event.status == results::run_status::kPreempted) {
@@ -250,6 +201,76 @@ class Runner {
 };
 
 }  // namespace
+
+bool is_rerunnable(const std::string& status) {
+  return status == results::run_status::kFailed || status == results::run_status::kPreempted;
+}
+
+std::optional<results::IngestedRun> fold_leftover(SweepRecords& records, const RunLayout& layout,
+                                                  const std::string& run_id) {
+  const std::string path = layout.records_path(run_id);
+  if (!exists(path)) return std::nullopt;
+  results::finalize_record(path, run_id, results::run_status::kPreempted,
+                           "interrupted: its process ended without recording an outcome");
+  return records.ingest(run_id, std::nullopt);
+}
+
+ChildProcess spawn_attempt(SweepRecords& records, const RunLayout& layout,
+                           const LocalRunOptions& options, const std::string& sweep_name,
+                           const AttemptSpec& attempt, const FileLock& lock) {
+  const Job& job = *attempt.job;
+  layout.write_config(job.run_id, job.config_toml);
+  {
+    std::ofstream log(layout.log_path(job.run_id), std::ios::app);
+    log << fmt::format(
+        "=== batchlab sweep {}: attempt {} on worker {}{} at {} ===\n", sweep_name, attempt.attempt,
+        attempt.worker,
+        options.devices.empty() ? "" : " (device " + options.devices[attempt.worker] + ")",
+        results::utc_now());
+  }
+  results::RunRow row;
+  row.run_id = job.run_id;
+  row.sweep_id = records.sweep_id();
+  row.status = std::string(results::run_status::kRunning);
+  row.attempts = attempt.attempt;
+  records.store().upsert_run(row);
+
+  SpawnOptions spawn;
+  spawn.argv = {options.batchlab, "train", layout.config_path(job.run_id), "--run-id",
+                job.run_id,       "--db",  layout.records_path(job.run_id)};
+  spawn.argv.insert(spawn.argv.end(), attempt.extra_args.begin(), attempt.extra_args.end());
+  if (!options.devices.empty()) {
+    spawn.env.emplace_back("CUDA_VISIBLE_DEVICES", options.devices[attempt.worker]);
+  }
+  spawn.log_path = layout.log_path(job.run_id);
+  spawn.keep_fd = lock.fd();
+  spawn.parent_death_signal = SIGTERM;
+  return ChildProcess::spawn(spawn);
+}
+
+void settle_attempt(SweepRecords& records, const RunLayout& layout, const Job& job,
+                    const ExitStatus& exit, bool stopping, JobEvent& event) {
+  const bool bad_input = !exit.signaled && exit.code == 2;
+  const std::string path = layout.records_path(job.run_id);
+  if (exists(path)) {
+    results::finalize_record(
+        path, job.run_id, stopping ? results::run_status::kPreempted : results::run_status::kFailed,
+        stopping ? "stopped by the sweep coordinator" : "crashed: " + exit.describe());
+  }
+  event.exit = exit.describe();
+  if (auto folded = records.ingest(job.run_id, event.attempt)) {
+    event.status = folded->status;
+    event.error = folded->error.value_or("");
+    return;
+  }
+  // The process ended before it opened its records file (bad input, or a crash while loading).
+  event.status =
+      std::string(stopping ? results::run_status::kPreempted : results::run_status::kFailed);
+  event.error =
+      fmt::format("{} before recording anything ({}): {}", bad_input ? "invalid input" : "ended",
+                  exit.describe(), tail_lines(layout.log_path(job.run_id), 1));
+  records.store().set_run_status(job.run_id, event.status, event.error);
+}
 
 RunSummary run_local(const Plan& plan, SweepRecords& records, const RunLayout& layout,
                      const LocalRunOptions& options, RunObserver& observer) {

@@ -257,4 +257,13 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   return status->code;
 }
 
+void check_submittable(const SweepSpec& spec) {
+  if (!spec.study) return;
+  throw InputError(fmt::format(
+      "{}: sweep {} is a study ([study]): its trials are decided as their evaluations arrive, and "
+      "`sweep submit --slurm` cannot run that coordinator as a cluster job yet; run it with "
+      "`batchlab sweep run {}` on one machine (docs/sweeps.md, \"Studies\")",
+      spec.source, spec.name, spec.source));
+}
+
 }  // namespace batchlab::sweeps

@@ -59,6 +59,13 @@ std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
 // Run ids that were ever submitted to Slurm from this runs folder.
 std::set<std::string> slurm_submitted_runs(const RunLayout& layout);
 
+// A spec `sweep submit --slurm` can submit. A study cannot be (docs/sweeps.md, "Studies"): its
+// trials are decided as evaluations arrive, so its coordinator would have to run for the study's
+// whole length as a job that submits trials and reads their records as they are written, and
+// that is not built; an array of the cells would be a different experiment. Throws InputError
+// saying so for a spec with [study].
+void check_submittable(const SweepSpec& spec);
+
 // One array task: the job in line `index` of `tasks_file`, run by `batchlab train` with its
 // records on `local_dir`, snapshot into its run folder every `snapshot_interval` and at the end,
 // SIGTERM forwarded to the job (preemption). Returns the job's exit code.

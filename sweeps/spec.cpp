@@ -22,18 +22,24 @@ std::vector<std::string> SweepSpec::swept_keys() const {
   return keys;
 }
 
+bool SweepSpec::assigns(const std::string& key) const {
+  for (const auto& k : swept_keys()) {
+    if (k == key) return true;
+  }
+  for (const auto& s : set) {
+    if (s.key == key) return true;
+  }
+  for (const auto& w : whens) {
+    for (const auto& s : w.settings) {
+      if (s.key == key) return true;
+    }
+  }
+  return false;
+}
+
 SweepSpec parse_sweep_spec(std::string_view text, const std::string& source_name) {
   auto storage = std::make_shared<SpecStorage>();
-  try {
-    storage->document = toml::parse(text, source_name);
-  } catch (const toml::parse_error& e) {
-    Diagnostic d;
-    d.file = source_name;
-    d.line = static_cast<int>(e.source().begin.line);
-    d.column = static_cast<int>(e.source().begin.column);
-    d.rule = "TOML syntax error: " + std::string(e.description());
-    throw ConfigError({d});
-  }
+  storage->document = config::parse_toml(text, source_name);
   SpecReader reader(source_name, storage);
   SweepSpec spec = reader.read();
   auto& diagnostics = reader.diagnostics();

@@ -14,6 +14,10 @@
 //   [[exclude]] "optim.name" = "sgd"; "batch.global" = 1024     drop combinations matching all keys
 //   [when."optim.name=lamb"] "optim.base_lr" = 0.004    overrides for the jobs that match; several
 //             conditions join with ',' ("optim.name=lars,batch.global=8192") and must all hold
+//   [study]   target = { metric = "val_acc", value = 0.88 }; lr_factor = 2; lr_points_max = 6;
+//             lr_center; max_samples | max_steps; evals_per_octave = 3; warmup = 0.05
+//             a learning-rate search per cell (the grid without the LR), raced to the target
+//             (StudySpec below; docs/sweeps.md "Studies")
 //
 // Keys may be quoted ("optim.name") or written as dotted/nested tables (optim.name, [grid.optim]).
 #pragma once
@@ -22,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +89,23 @@ struct When {
   Location where;
 };
 
+// The [study] section: every cell (one combination of the grid, which must not sweep the learning
+// rate) gets a learning-rate search raced to a validation target (sweeps/study_*.h).
+struct StudySpec {
+  std::string target_metric;  // val_acc | val_loss
+  double target_value = 0.0;
+  double lr_factor = 2.0;              // spacing of the LR points: centre x lr_factor^k
+  int64_t lr_points_max = 6;           // LR points per cell at most (>= 3)
+  std::optional<double> lr_center;     // every cell's centre; unset: from the next smaller batch
+  std::optional<int64_t> max_samples;  // per-trial cap in samples (steps = ceil(samples / batch))
+  std::optional<int64_t> max_steps;    // per-trial cap in steps; neither: the job's schedule
+  int64_t evals_per_octave = 3;        // train.evals_per_octave of every trial
+  double warmup = 0.05;   // warmup as a fraction of the cap (at least 5 steps), unless the spec
+                          // sets a schedule.warmup_* key itself
+  Location where;         // the [study] table
+  Location target_where;  // its target (messages about the target name this position)
+};
+
 struct SpecStorage;  // the parsed document (spec_reader.h)
 
 struct SweepSpec {
@@ -99,10 +121,13 @@ struct SweepSpec {
   std::vector<Dimension> dimensions;
   std::vector<Exclude> excludes;
   std::vector<When> whens;  // file order: a later clause wins where two set the same key
+  std::optional<StudySpec> study;
   std::shared_ptr<const SpecStorage> storage;  // owns every SpecValue::node
 
   // Every swept key ("train.seed" for the seeds), in dimension order.
   std::vector<std::string> swept_keys() const;
+  // Whether the spec gives `key` a value anywhere: [set], [grid], [[zip]] or a when-clause.
+  bool assigns(const std::string& key) const;
 };
 
 // Parses and checks a spec. Throws ConfigError with every problem (file:line:col: key = value:

@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kTopKeys = {"exclude", "grid", "schema_version", "set", "sweep",
-                                           "when",    "zip"};
+const std::vector<std::string> kTopKeys = {"exclude", "grid",  "schema_version", "set",
+                                           "study",   "sweep", "when",           "zip"};
 const std::vector<std::string> kSweepKeys = {"experiment", "name", "results", "runs_dir", "seeds"};
 
 }  // namespace
@@ -48,7 +48,7 @@ SweepSpec SpecReader::read() {
       error(location_of(key), name, "",
             close ? fmt::format("unknown section, did you mean {}?", *close)
                   : "unknown section; a sweep spec has schema_version, [sweep], [set], [grid], "
-                    "[[zip]], [[exclude]] and [when.\"key=value\"]");
+                    "[[zip]], [[exclude]], [when.\"key=value\"] and [study]");
     }
   }
   read_schema_version(doc);
@@ -62,6 +62,7 @@ SweepSpec SpecReader::read() {
   }
   read_excludes(doc, spec);
   read_whens(doc, spec);
+  read_study(doc, spec);
   return spec;
 }
 

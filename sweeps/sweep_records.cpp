@@ -7,44 +7,41 @@
 namespace batchlab::sweeps {
 
 bool is_settled(const std::string& status) {
-  return status == results::run_status::kDone || status == results::run_status::kDiverged;
+  return status == results::run_status::kDone || status == results::run_status::kDiverged ||
+         status == results::run_status::kStopped;
 }
 
 SweepRecords::SweepRecords(const SweepSpec& spec, const RunLayout& layout)
     : sweep_id_(spec.name), layout_(layout), store_(spec.results), ingester_(spec.results) {}
 
 void SweepRecords::register_plan(const SweepSpec& spec, const Plan& plan) {
-  results::SweepRow sweep;
-  sweep.sweep_id = sweep_id_;
-  sweep.name = spec.name;
-  sweep.spec_toml = spec.text;
+  sweep_row_.sweep_id = sweep_id_;
+  sweep_row_.name = spec.name;
+  sweep_row_.spec_toml = spec.text;
+  register_jobs(plan.jobs);
+}
+
+void SweepRecords::register_jobs(const std::vector<Job>& jobs) {
   std::vector<results::RunRow> rows;
-  rows.reserve(plan.jobs.size());
-  for (const auto& job : plan.jobs) {
+  rows.reserve(jobs.size());
+  for (const auto& job : jobs) {
     results::RunRow row;
     row.run_id = job.run_id;
     row.sweep_id = sweep_id_;
     if (!job.config_toml.empty()) row.config_toml = job.config_toml;
-    row.model = job.model;
-    row.dataset = job.dataset;
-    row.optimizer = job.optimizer;
-    row.global_batch = job.global_batch;
+    apply_columns(job, row);
     row.micro_batch = job.derived.micro_batch;
     row.accum_steps = job.derived.accum_steps;
     row.world_size = 1;
-    row.base_lr = job.base_lr;
     row.peak_lr = job.derived.peak_lr;
-    row.scaling = job.scaling;
     row.warmup_steps = job.derived.warmup_steps;
-    row.seed = job.seed;
-    row.bn_group = job.bn_group;
     row.train_size = job.derived.train_size;
     row.steps_per_epoch = job.derived.steps_per_epoch;
     row.total_steps = job.derived.total_steps;
     row.samples_dropped_per_epoch = job.derived.dropped_per_epoch;
     rows.push_back(std::move(row));
   }
-  ingester_.register_plan(sweep, rows);
+  ingester_.register_plan(sweep_row_, rows);
 }
 
 std::optional<results::IngestedRun> SweepRecords::ingest(const std::string& run_id,

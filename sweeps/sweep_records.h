@@ -16,7 +16,8 @@
 
 namespace batchlab::sweeps {
 
-// Statuses that end a job for good: re-running the spec skips them.
+// Statuses that end a job for good: re-running the spec skips them (done, diverged, and stopped:
+// a study's stop request was honoured, a result).
 bool is_settled(const std::string& status);
 
 class SweepRecords {
@@ -28,6 +29,8 @@ class SweepRecords {
 
   // The sweeps row and a planned runs row per job (existing runs keep their status).
   void register_plan(const SweepSpec& spec, const Plan& plan);
+  // More planned runs rows (a study's trials, as they are decided); register_plan first.
+  void register_jobs(const std::vector<Job>& jobs);
 
   // Folds the records file of every job not yet settled in the sweep database. A job whose file
   // still says `running` although no process holds its job lock was interrupted (its coordinator
@@ -45,6 +48,7 @@ class SweepRecords {
 
  private:
   std::string sweep_id_;
+  results::SweepRow sweep_row_;
   RunLayout layout_;
   results::Store store_;
   results::Ingester ingester_;

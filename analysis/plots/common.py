@@ -3,11 +3,15 @@
 
 Every script is usable alone:
     /usr/bin/python3 analysis/plots/accuracy_vs_batch.py --db results/sweep.db --out acc.png
-and through `batchlab plot --db ... --figure accuracy-vs-batch --out acc.png`.
-Exit status 2 means the database cannot give this figure (no such file, no matching runs or rows).
+and through `batchlab plot --db ... --figure accuracy-vs-batch --out acc.png`. The study figures
+draw from the study report's JSON (`batchlab report --db X --format json > r.json`, then
+`--report r.json`), so the fit they show is the report's own; `batchlab plot` writes it for them.
+Exit status 2 means the database cannot give this figure (no such file, no matching runs or rows)
+or matplotlib is missing (the message says how to install it).
 """
 
 import argparse
+import json
 import math
 import os
 import sqlite3
@@ -22,9 +26,9 @@ class FigureInputError(Exception):
     """The database cannot give the requested figure; reported with exit status 2."""
 
 
-def parse_args(description, needs_run=False):
+def parse_args(description, needs_run=False, study=False):
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--db", required=True, help="sweep database (SQLite)")
+    p.add_argument("--db", required=not study, help="sweep database (SQLite)")
     p.add_argument("--out", required=True, help="output PNG file")
     p.add_argument("--where", default="", help="SQL condition on the runs table (alias r)")
     p.add_argument("--metric", default="test_acc", choices=["test_acc", "test_loss"])
@@ -35,7 +39,42 @@ def parse_args(description, needs_run=False):
                         "(default optimizer; e.g. optimizer,scaling)")
     if needs_run:
         p.add_argument("--run", default="", help="run id or unique prefix (default: chosen)")
+    if study:
+        p.add_argument("--report", default="",
+                       help="the study report as JSON (batchlab report --db DB --format json)")
     return p.parse_args()
+
+
+def load_study_report(args):
+    """The study report's JSON (analysis/study_report.h): cells with their trials, fits, cost."""
+    if not args.report:
+        raise FigureInputError("give --report FILE, the study report written by "
+                               "`batchlab report --db DB --format json > FILE` "
+                               "(batchlab plot does this itself)")
+    try:
+        with open(args.report, encoding="utf-8") as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        raise FigureInputError(f"--report {args.report}: {e}")
+    if report.get("kind") != "study":
+        raise FigureInputError(f"--report {args.report}: not a study report (the database has "
+                               "no study_cells rows)")
+    if not report.get("cells"):
+        raise FigureInputError(f"--report {args.report}: the study has no cells yet")
+    return report
+
+
+def require_matplotlib():
+    """Says which module is missing and how to install it, instead of a traceback."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        missing = getattr(e, "name", None) or "matplotlib"
+        print(f"{os.path.basename(sys.argv[0])}: the Python module '{missing}' is missing for "
+              f"{sys.executable}, and the figures need matplotlib; install it with "
+              "scripts/setup.sh --with-python (or: sudo apt-get install python3-matplotlib "
+              "python3-numpy)", file=sys.stderr)
+        sys.exit(2)
 
 
 def connect(path):
@@ -71,9 +110,14 @@ def series_columns(db, series):
     return names
 
 
+def evals_columns(db):
+    return {r[1] for r in query(db, "PRAGMA table_info(evals)")}
+
+
 def runs_with_finals(db, where="", metric="test_acc", best=False, series="optimizer"):
     """One dict per run: identity, setting, status, its series label (the --series columns joined
-    by '/') and its final (or best) evaluation."""
+    by '/'), its final (or best) evaluation and its last validation evaluation (val_acc, val_loss:
+    None without a validation split or before schema v3)."""
     agg = ("max" if metric == "test_acc" else "min") if best else None
     cols = series_columns(db, series)
     rows = query(db, "SELECT r.run_id, r.global_batch, r.base_lr, r.peak_lr, r.seed, r.status"
@@ -84,7 +128,7 @@ def runs_with_finals(db, where="", metric="test_acc", best=False, series="optimi
         label = "/".join(str(v) for v in row[6:])
         runs[run_id] = dict(run_id=run_id, optimizer=label, batch=batch, base_lr=base_lr,
                             peak_lr=peak_lr, seed=seed, status=status, metric=None,
-                            gap_acc=None, gap_loss=None)
+                            gap_acc=None, gap_loss=None, val_acc=None, val_loss=None)
     finals = query(db, "SELECT e.run_id, e.test_acc, e.test_loss, e.gap_acc, e.gap_loss FROM evals e "
                        "JOIN (SELECT run_id, max(step) AS last FROM evals GROUP BY run_id) m "
                        "ON m.run_id = e.run_id AND m.last = e.step")
@@ -97,6 +141,13 @@ def runs_with_finals(db, where="", metric="test_acc", best=False, series="optimi
         for run_id, value in query(db, f"SELECT run_id, {agg}({metric}) FROM evals GROUP BY run_id"):
             if run_id in runs:
                 runs[run_id]["metric"] = value
+    if "val_acc" in evals_columns(db):
+        for run_id, val_acc, val_loss in query(
+                db, "SELECT e.run_id, e.val_acc, e.val_loss FROM evals e JOIN (SELECT run_id, "
+                    "max(step) AS last FROM evals WHERE val_acc IS NOT NULL OR val_loss IS NOT NULL "
+                    "GROUP BY run_id) m ON m.run_id = e.run_id AND m.last = e.step"):
+            if run_id in runs:
+                runs[run_id]["val_acc"], runs[run_id]["val_loss"] = val_acc, val_loss
     return list(runs.values())
 
 
@@ -110,26 +161,41 @@ def mean_sd(values):
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def best_lr_groups(runs, higher_better=True):
-    """{(series, batch): [runs of the base LR with the best mean metric over finished runs]}.
+def best_lr_groups(runs, select_by="val_acc"):
+    """{(series, batch): [finished runs of the group's selected base LR]}.
 
-    The same rule as `batchlab report`: a group with several base LRs is represented by its best.
+    The rule of `batchlab report` (analysis/report.h): a group with one base LR is that LR; with
+    several, the one with the best mean last validation metric over its finished runs (highest
+    val_acc, lowest val_loss). Test metrics never choose: a group with several LRs and no
+    validation rows is left out, and a note on stderr says so.
     """
     groups = {}
     for r in runs:
         groups.setdefault((r["optimizer"], r["batch"]), {}).setdefault(r["base_lr"], []).append(r)
     out = {}
     for key, by_lr in groups.items():
-        best, best_score = None, None
-        for lr, members in by_lr.items():
-            m, _ = mean_sd([r["metric"] for r in members if r["status"] == "done"])
-            if m is None:
-                continue
-            if best_score is None or (m > best_score if higher_better else m < best_score):
-                best, best_score = lr, m
-        if best is not None:
-            out[key] = [r for r in by_lr[best] if r["status"] == "done"]
+        best = next(iter(by_lr)) if len(by_lr) == 1 else select_lr(by_lr, select_by)
+        if best is None:
+            print(f"note: {key[0]} batch {key[1]}: no LR selected among {len(by_lr)} base LRs: no "
+                  f"{select_by} rows (hold out a validation split with data.val_size)",
+                  file=sys.stderr)
+            continue
+        done = [r for r in by_lr[best] if r["status"] == "done"]
+        if done:
+            out[key] = done
     return out
+
+
+def select_lr(by_lr, select_by):
+    """The base LR with the best mean validation metric over its finished runs; None without any."""
+    best, best_score = None, None
+    for lr, members in by_lr.items():
+        m, _ = mean_sd([r[select_by] for r in members if r["status"] == "done"])
+        if m is None:
+            continue
+        if best_score is None or (m > best_score if select_by == "val_acc" else m < best_score):
+            best, best_score = lr, m
+    return best
 
 
 def runs_with_rows(db, table, where="", prefix="", order="t.run_id"):
@@ -176,6 +242,14 @@ def new_figure(ncols=1):
     return plt, fig, axes
 
 
+def geometric(low, high, n=64):
+    """n points from low to high, evenly spaced on a log axis."""
+    if high <= low:
+        return [low]
+    step = (high / low) ** (1.0 / (n - 1))
+    return [low * step ** i for i in range(n)]
+
+
 def save(plt, fig, out):
     directory = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(directory):
@@ -186,10 +260,11 @@ def save(plt, fig, out):
     plt.close(fig)
 
 
-def main(draw, description, needs_run=False):
-    args = parse_args(description, needs_run)
+def main(draw, description, needs_run=False, study=False):
+    args = parse_args(description, needs_run, study)
+    require_matplotlib()
     try:
-        db = connect(args.db)
+        db = connect(args.db) if args.db else None
         draw(db, args)
     except FigureInputError as e:
         print(f"{os.path.basename(sys.argv[0])}: {e}", file=sys.stderr)

@@ -6,9 +6,10 @@ from common import FigureInputError, best_lr_groups, main, mean_sd, new_figure, 
 
 
 def draw(db, args):
-    groups = best_lr_groups(runs_with_finals(db, args.where, args.metric, series=args.series), args.metric == "test_acc")
+    groups = best_lr_groups(runs_with_finals(db, args.where, args.metric, series=args.series))
     if not groups:
-        raise FigureInputError("no finished run with an evaluation matches")
+        raise FigureInputError("no finished run with an evaluation matches (a group with several "
+                               "base LRs needs validation rows: data.val_size)")
     plt, fig, (ax_acc, ax_loss) = new_figure(2)
     for opt in sorted({k[0] for k in groups}):
         batches = sorted(b for o, b in groups if o == opt)

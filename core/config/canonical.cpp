@@ -79,8 +79,12 @@ std::string to_canonical_toml(const ExperimentConfig& config) {
   return out;
 }
 
+std::string run_id_of_canonical(std::string_view canonical_toml) {
+  return sha256_hex(canonical_toml).substr(0, 16);
+}
+
 std::string run_id(const ExperimentConfig& config) {
-  return sha256_hex(to_canonical_toml(config)).substr(0, 16);
+  return run_id_of_canonical(to_canonical_toml(config));
 }
 
 }  // namespace batchlab::config

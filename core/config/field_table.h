@@ -1,8 +1,9 @@
 // The declarative field table: one entry per TOML key with its name, member, codec (type), rule
 // and, where the default depends on other keys, how to derive it. The reader, the canonical writer,
 // the rule checks and the list of known keys all walk the same entries, so adding a key to a
-// section is one line in schema.cpp. Plain defaults are the member initializers of
-// experiment_config.h: a table entry only names a default when it is computed from other keys.
+// section is one line in schema.cpp. Plain defaults are the member initializers of the section
+// structs (model_config.h, ..., via experiment_config.h): a table entry only names a default when
+// it is computed from other keys.
 #pragma once
 
 #include <toml++/toml.h>

@@ -11,6 +11,7 @@
 #include "core/config/read_context.h"
 #include "core/config/reader.h"
 #include "core/config/schema.h"
+#include "core/config/toml_text.h"
 #include "core/config/validation.h"
 
 namespace batchlab::config {
@@ -32,18 +33,7 @@ ExperimentConfig parse_document(toml::table document, const std::string& source_
 
 ExperimentConfig parse_experiment(std::string_view toml_text, const std::string& source_name,
                                   const LoadOptions& options) {
-  toml::table document;
-  try {
-    document = toml::parse(toml_text, source_name);
-  } catch (const toml::parse_error& e) {
-    Diagnostic d;
-    d.file = source_name;
-    d.line = static_cast<int>(e.source().begin.line);
-    d.column = static_cast<int>(e.source().begin.column);
-    d.rule = "TOML syntax error: " + std::string(e.description());
-    throw ConfigError({d});
-  }
-  return parse_document(std::move(document), source_name, options);
+  return parse_document(parse_toml(toml_text, source_name), source_name, options);
 }
 
 ExperimentConfig parse_experiment(const toml::table& table, const std::string& source_name,

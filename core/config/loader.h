@@ -43,6 +43,8 @@ std::string to_canonical_toml(const ExperimentConfig& config);
 
 // First 16 hex characters of SHA-256 of the canonical TOML: same config, same id, everywhere.
 std::string run_id(const ExperimentConfig& config);
+// The same id from canonical TOML already rendered (the sweep planner renders it once per job).
+std::string run_id_of_canonical(std::string_view canonical_toml);
 
 // global = world_size x micro x accumulation for a whole accumulation (micro 0 = global / world),
 // micro <= global, and bn_group dividing the micro-batch. Appends unlocated diagnostics keyed by

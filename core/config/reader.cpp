@@ -19,7 +19,7 @@ std::vector<std::string> top_level_keys() {
 
 void resolve_derived(ExperimentConfig& config, const ReadContext& ctx) {
   for (const auto& section : experiment_sections()) section.derive(config, ctx);
-  // "nesterov" is SGD with Nesterov momentum: the optimizer factory only looks at the flag.
+  // "nesterov" is SGD with Nesterov momentum; the canonical config records the flag as well.
   if (config.optim.name == "nesterov") config.optim.nesterov = true;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/config/field_table.h"
+#include "core/config/param_rule.h"
 
 namespace batchlab::config {
 
@@ -32,9 +33,20 @@ const std::vector<std::string>& dist_backend_names() {
   return names;
 }
 const std::vector<std::string>& target_metric_names() {
-  static const std::vector<std::string> names = {"test_acc", "test_loss", "train_acc",
-                                                 "train_loss"};
+  static const std::vector<std::string> names = {"val_acc",   "val_loss",  "test_acc",
+                                                 "test_loss", "train_acc", "train_loss"};
   return names;
+}
+const std::vector<std::string>& full_eval_names() {
+  static const std::vector<std::string> names = {"always", "final"};
+  return names;
+}
+
+bool is_accuracy_metric(std::string_view metric) {
+  return metric == "val_acc" || metric == "test_acc" || metric == "train_acc";
+}
+bool is_validation_metric(std::string_view metric) {
+  return metric == "val_acc" || metric == "val_loss";
 }
 
 namespace {
@@ -84,6 +96,7 @@ Table<DataConfig> data_table() {
       field("test_size", &DataConfig::test_size, at_least(0)),
       field("tokenizer", &DataConfig::tokenizer),
       field("train_size", &DataConfig::train_size, at_least(0)),
+      field("val_size", &DataConfig::val_size, at_least(0)),
       field("workers", &DataConfig::workers, at_least(0)),
   }};
 }
@@ -101,7 +114,7 @@ Table<ParamGroupRule> group_table() {
   return {{
       field("adapt", &ParamGroupRule::adapt),
       field("lr_scale", &ParamGroupRule::lr_scale, greater_than(0)),
-      field("match", &ParamGroupRule::match, NonEmpty{})
+      field("match", &ParamGroupRule::match, ParamRule{})
           .required_key("match = \"<glob over parameter names>\" (or \"ndim<2\")"),
       field("weight_decay", &ParamGroupRule::weight_decay, at_least(0)),
   }};
@@ -115,7 +128,7 @@ Table<OptimConfig> optim_table() {
       field("betas", &OptimConfig::betas, each(kUnitHalfOpen)),
       field("bias_correction", &OptimConfig::bias_correction),
       derived_field("eps", &OptimConfig::eps, default_eps, greater_than(0)),
-      field("exclude", &OptimConfig::exclude, each(NonEmpty{})),
+      field("exclude", &OptimConfig::exclude, each(ParamRule{})),
       derived_field("grad_clip", &OptimConfig::grad_clip, default_grad_clip, at_least(0)),
       field("grad_averaging", &OptimConfig::grad_averaging),
       field("groups", &OptimConfig::groups, NoRule{}, table_list(group_table())),
@@ -150,10 +163,11 @@ Table<ScheduleConfig> schedule_table() {
 }
 
 Table<Target> target_table() {
-  // Accuracy targets must lie in (0, 1]; that depends on the metric: validation.cpp.
+  // Accuracy targets must lie in (0, 1], and val_* metrics need data.val_size: validation.cpp.
   return {{
       field("metric", &Target::metric, one_of(target_metric_names()))
-          .required_key("metric = \"test_acc\" (or test_loss, train_acc, train_loss)"),
+          .required_key(
+              "metric = \"val_acc\" (or val_loss, test_acc, test_loss, train_acc, train_loss)"),
       field("value", &Target::value).required_key("value = <target, e.g. 0.9>"),
   }};
 }
@@ -168,6 +182,8 @@ Table<TrainConfig> train_table() {
       field("dist_timeout", &TrainConfig::dist_timeout_s, greater_than(0), DurationCodec{}),
       field("divergence", &TrainConfig::divergence, zero_or_greater_than(1)),
       field("eval_every", &TrainConfig::eval_every, greater_than(0)),
+      field("evals_per_octave", &TrainConfig::evals_per_octave, at_least(0)),
+      field("full_eval", &TrainConfig::full_eval, one_of(full_eval_names())),
       field("layer_stats_every", &TrainConfig::layer_stats_every, at_least(0)),
       field("log_every", &TrainConfig::log_every, at_least(1)),
       field("noise_scale", &TrainConfig::noise_scale),

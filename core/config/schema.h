@@ -47,5 +47,12 @@ const std::vector<std::string>& precision_names();
 const std::vector<std::string>& stem_names();
 const std::vector<std::string>& dist_backend_names();
 const std::vector<std::string>& target_metric_names();
+const std::vector<std::string>& full_eval_names();
+
+// Facts about target metrics, shared by train.target and the sweep's [study] target: accuracies
+// lie in (0, 1] and are reached from below; val_* metrics need a validation split
+// (data.val_size > 0).
+bool is_accuracy_metric(std::string_view metric);
+bool is_validation_metric(std::string_view metric);
 
 }  // namespace batchlab::config

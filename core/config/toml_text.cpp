@@ -3,8 +3,22 @@
 #include <sstream>
 
 #include "core/config/canonical.h"
+#include "core/errors.h"
 
 namespace batchlab::config {
+
+toml::table parse_toml(std::string_view text, const std::string& source_name) {
+  try {
+    return toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    Diagnostic d;
+    d.file = source_name;
+    d.line = static_cast<int>(e.source().begin.line);
+    d.column = static_cast<int>(e.source().begin.column);
+    d.rule = "TOML syntax error: " + std::string(e.description());
+    throw ConfigError({d});
+  }
+}
 
 std::string node_type_name(const toml::node& node) {
   switch (node.type()) {

@@ -1,11 +1,17 @@
-// TOML nodes as diagnostics show them: the value as text, its type name and its position.
+// TOML as diagnostics see it: parsing with syntax errors as diagnostics, and nodes shown as their
+// value text, type name and position.
 #pragma once
 
 #include <toml++/toml.h>
 
 #include <string>
+#include <string_view>
 
 namespace batchlab::config {
+
+// Parses a TOML document (an experiment, a sweep spec); a syntax error is a ConfigError with one
+// diagnostic at the parser's position in `source_name`: "TOML syntax error: ...".
+toml::table parse_toml(std::string_view text, const std::string& source_name);
 
 // "an integer", "a float", "a string", "a boolean", "an array", "a table", "a date", ...
 std::string node_type_name(const toml::node& node);

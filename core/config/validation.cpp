@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "core/config/canonical.h"
 #include "core/config/codecs.h"
@@ -210,19 +211,100 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
                              "needs schedule.milestones (the epochs at which the LR is multiplied "
                              "by gamma); add e.g. milestones = [30, 60, 80]"));
   }
+  // Milestones are epochs; a budgeted run has no epoch count to place them on.
+  if (schedule.budget_s && schedule.decay == "step" && intact(read, {budget, "schedule.decay"})) {
+    out.push_back(diagnostic("schedule.decay", format_string(schedule.decay),
+                             "with schedule.budget the decay must be constant, linear, poly or "
+                             "cosine (step milestones are epochs, which a wall-clock budget does "
+                             "not have)"));
+  }
+
+  // A warmup longer than the run, when both are in the same unit; in mixed units (warmup_steps
+  // with epochs) it depends on the data size and the schedule itself reports it.
+  if (schedule.steps && schedule.warmup_steps && *schedule.warmup_steps > *schedule.steps &&
+      intact(read, {warmup_steps, "schedule.steps"})) {
+    out.push_back(diagnostic(warmup_steps, integer.write(*schedule.warmup_steps),
+                             fmt::format("longer than the run (schedule.steps = {}); pick a warmup "
+                                         "of at most {} steps",
+                                         *schedule.steps, *schedule.steps)));
+  }
+  if (schedule.epochs && schedule.warmup_epochs && *schedule.warmup_epochs > *schedule.epochs &&
+      intact(read, {warmup_epochs, "schedule.epochs"})) {
+    out.push_back(
+        diagnostic(warmup_epochs, real.write(*schedule.warmup_epochs),
+                   fmt::format("longer than the run (schedule.epochs = {}); pick a "
+                               "warmup of at most {} epochs",
+                               real.write(*schedule.epochs), real.write(*schedule.epochs))));
+  }
 }
 
-void validate_targets(const TrainConfig& train, std::vector<Diagnostic>& out,
+void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
+                    const ReadContext* read) {
+  // optim.nesterov is read by sgd and lars only; optim.name = "nesterov" sets it (reader.h).
+  const bool nesterov =
+      optim.name == "nesterov" || (optim.nesterov && (optim.name == "sgd" || optim.name == "lars"));
+  if (nesterov && !(optim.momentum > 0.0) &&
+      intact(read, {"optim.name", "optim.nesterov", "optim.momentum"})) {
+    out.push_back(diagnostic(
+        "optim.momentum", format_float(optim.momentum),
+        fmt::format(
+            "must be > 0 with Nesterov momentum ({}); set e.g. momentum = 0.9 or turn "
+            "Nesterov off",
+            optim.name == "nesterov" ? "optim.name = \"nesterov\"" : "optim.nesterov = true")));
+  }
+}
+
+void validate_text(const ModelConfig& model, const DataConfig& data, std::vector<Diagnostic>& out,
+                   const ReadContext* read) {
+  if (model.next_sentence && !data.sentence_pair &&
+      intact(read, {"model.next_sentence", "data.sentence_pair"})) {
+    out.push_back(diagnostic("model.next_sentence", "true",
+                             "needs data.sentence_pair = true (the next-sentence labels come from "
+                             "sentence pairs); set it or set next_sentence = false"));
+  }
+  // [CLS] text [SEP] needs 3 tokens; [CLS] a [SEP] b [SEP] needs 5.
+  const int64_t shortest = data.sentence_pair ? 5 : 3;
+  if (data.seq_len > 0 && data.seq_len < shortest &&
+      intact(read, {"data.seq_len", "data.sentence_pair"})) {
+    out.push_back(diagnostic(
+        "data.seq_len", format_integer(data.seq_len),
+        fmt::format("must be >= {}: [CLS], [SEP]{} and at least one token of text per sequence",
+                    shortest, data.sentence_pair ? ", a second [SEP] (data.sentence_pair)" : "")));
+  }
+  if (data.seq_len_phase2 > 0 && data.seq_len_phase2 < data.seq_len &&
+      intact(read, {"data.seq_len_phase2", "data.seq_len"})) {
+    out.push_back(diagnostic("data.seq_len_phase2", format_integer(data.seq_len_phase2),
+                             fmt::format("must be 0 (no second phase) or >= data.seq_len ({}): the "
+                                         "second phase trains on longer sequences",
+                                         data.seq_len)));
+  }
+  for (const auto& [key, length] : {std::pair<const char*, int64_t>{"data.seq_len", data.seq_len},
+                                    {"data.seq_len_phase2", data.seq_len_phase2}}) {
+    if (length > model.max_seq_len && intact(read, {key, "model.max_seq_len"})) {
+      out.push_back(diagnostic(key, format_integer(length),
+                               fmt::format("longer than model.max_seq_len ({}), the rows of the "
+                                           "position embedding; raise model.max_seq_len or "
+                                           "shorten {}",
+                                           model.max_seq_len, key)));
+    }
+  }
+}
+
+void validate_targets(const ExperimentConfig& config, std::vector<Diagnostic>& out,
                       const ReadContext* read) {
+  const TrainConfig& train = config.train;
   for (size_t i = 0; i < train.targets.size(); ++i) {
     const Target& target = train.targets[i];
     const std::string entry = fmt::format("train.target[{}]", i);
-    const bool accuracy = target.metric == "test_acc" || target.metric == "train_acc";
-    if (accuracy && !(target.value > 0.0 && target.value <= 1.0) &&
+    if (is_accuracy_metric(target.metric) && !(target.value > 0.0 && target.value <= 1.0) &&
         intact(read, {entry + ".metric", entry + ".value"})) {
       out.push_back(diagnostic(entry + ".value", format_float(target.value),
                                "an accuracy target must be in (0, 1]: a fraction, e.g. 0.9 for "
                                "90%"));
+    }
+    if (auto rule = validation_split_rule(target.metric, config.data);
+        rule && intact(read, {entry + ".metric", "data.val_size"})) {
+      out.push_back(diagnostic(entry + ".metric", format_string(target.metric), *rule));
     }
   }
   if (train.stop_at_target && train.targets.empty() &&
@@ -231,6 +313,13 @@ void validate_targets(const TrainConfig& train, std::vector<Diagnostic>& out,
                              "needs a train.target to stop at; add e.g. target = { metric = "
                              "\"test_acc\", value = 0.9 } or set stop_at_target = false"));
   }
+}
+
+std::optional<std::string> validation_split_rule(const std::string& metric,
+                                                 const DataConfig& data) {
+  if (!is_validation_metric(metric) || data.val_size > 0) return std::nullopt;
+  return "needs a validation split held out of the training set; set data.val_size (e.g. "
+         "val_size = 5000)";
 }
 
 void validate_registries(const ExperimentConfig& config, const LoadOptions& options,
@@ -259,7 +348,9 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
     validate_batch_geometry(config.batch, options.world_size, out);
   }
   validate_schedule(config.schedule, out, read);
-  validate_targets(config.train, out, read);
+  validate_optim(config.optim, out, read);
+  validate_text(config.model, config.data, out, read);
+  validate_targets(config, out, read);
   validate_registries(config, options, out);
   return out;
 }

@@ -1,9 +1,18 @@
 // Validation of a read config: the single-key rules of the field tables plus the rules that relate
-// several keys (batch geometry, one warmup, one length, decay = "step" with milestones, accuracy
-// targets) and the registry checks (model.arch, data.dataset). Diagnostics come back keyed by full
-// path and without positions; ReadContext::report places them.
+// several keys (batch geometry; one warmup, one length, a warmup no longer than the run, step decay
+// with milestones and without a budget; Nesterov with momentum; text sequence lengths; accuracy
+// targets, validation targets with data.val_size) and the registry checks (model.arch,
+// data.dataset). Diagnostics come back keyed by full path and without positions;
+// ReadContext::report places them.
+//
+// This is the one place user input is validated. Components (optimizer factory, LR schedule, data
+// and models) take validated configs and only assert that precondition (preconditions.h); what
+// they can still reject needs the data (a batch larger than the training set, a warmup in steps
+// longer than a run in epochs).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/config/experiment_config.h"
@@ -24,8 +33,17 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
 // With `read`, each rule is skipped when one of the keys it relates failed to read.
 void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& out,
                        const ReadContext* read = nullptr);
-void validate_targets(const TrainConfig& train, std::vector<Diagnostic>& out,
+void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
+                    const ReadContext* read = nullptr);
+void validate_text(const ModelConfig& model, const DataConfig& data, std::vector<Diagnostic>& out,
+                   const ReadContext* read = nullptr);
+void validate_targets(const ExperimentConfig& config, std::vector<Diagnostic>& out,
                       const ReadContext* read = nullptr);
+// The rule text when a target on `metric` cannot be measured with `data` (a val_* metric without
+// data.val_size > 0), nullopt when it can. One definition for train.target and the sweep's
+// [study] target.
+std::optional<std::string> validation_split_rule(const std::string& metric, const DataConfig& data);
+
 void validate_registries(const ExperimentConfig& config, const LoadOptions& options,
                          std::vector<Diagnostic>& out);
 

@@ -5,9 +5,11 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <cmath>
 #include <unordered_set>
 #include <utility>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/lamb.h"
@@ -15,63 +17,6 @@
 
 namespace batchlab::optim {
 namespace {
-
-Diagnostic problem(const std::string& key, const std::string& value, const std::string& rule) {
-  return Diagnostic{"", 0, 0, key, value, rule};
-}
-
-std::string num(double x) { return fmt::format("{}", x); }
-
-// The hyper-parameters each optimizer reads, checked before anything is allocated.
-void validate(const config::OptimConfig& c, double peak_lr) {
-  std::vector<Diagnostic> problems;
-  const std::string& n = c.name;
-  const bool known =
-      n == "sgd" || n == "nesterov" || n == "adam" || n == "adamw" || n == "lars" || n == "lamb";
-  if (!known) {
-    problems.push_back(
-        problem("optim.name", n, "must be one of sgd, nesterov, adam, adamw, lars, lamb"));
-  }
-  if (!(peak_lr >= 0.0)) problems.push_back(problem("optim.base_lr", num(peak_lr), "must be >= 0"));
-  if (!(c.weight_decay >= 0.0)) {
-    problems.push_back(problem("optim.weight_decay", num(c.weight_decay), "must be >= 0"));
-  }
-  for (size_t i = 0; i < c.groups.size(); ++i) {
-    const auto& wd = c.groups[i].weight_decay;
-    if (wd && !(*wd >= 0.0)) {
-      problems.push_back(
-          problem(fmt::format("optim.groups[{}].weight_decay", i), num(*wd), "must be >= 0"));
-    }
-    if (!(c.groups[i].lr_scale >= 0.0)) {
-      problems.push_back(problem(fmt::format("optim.groups[{}].lr_scale", i),
-                                 num(c.groups[i].lr_scale), "must be >= 0"));
-    }
-  }
-  if (!(c.grad_clip >= 0.0)) {
-    problems.push_back(problem("optim.grad_clip", num(c.grad_clip), "must be >= 0 (0 is off)"));
-  }
-  const bool sgd_like = n == "sgd" || n == "nesterov" || n == "lars";
-  if (sgd_like && !(c.momentum >= 0.0)) {
-    problems.push_back(problem("optim.momentum", num(c.momentum), "must be >= 0"));
-  }
-  const bool nesterov = n == "nesterov" || (c.nesterov && (n == "sgd" || n == "lars"));
-  if (nesterov && !(c.momentum > 0.0)) {
-    problems.push_back(problem("optim.momentum", num(c.momentum), "Nesterov momentum needs > 0"));
-  }
-  if (n == "adam" || n == "adamw" || n == "lamb") {
-    for (int i = 0; i < 2; ++i) {
-      if (!(c.betas[i] >= 0.0 && c.betas[i] < 1.0)) {
-        problems.push_back(
-            problem(fmt::format("optim.betas[{}]", i), num(c.betas[i]), "must be in [0, 1)"));
-      }
-    }
-  }
-  if (!(c.eps >= 0.0)) problems.push_back(problem("optim.eps", num(c.eps), "must be >= 0"));
-  if (n == "lars" && !(c.trust_coefficient > 0.0)) {
-    problems.push_back(problem("optim.trust_coefficient", num(c.trust_coefficient), "must be > 0"));
-  }
-  if (!problems.empty()) throw ConfigError(std::move(problems));
-}
 
 // Full options of one group: every field set from the config, none left to LibTorch's defaults.
 std::unique_ptr<torch::optim::OptimizerOptions> group_options(const config::OptimConfig& c,
@@ -134,12 +79,17 @@ Options defaults_of(const config::OptimConfig& c, double lr) {
 TrainingOptimizer::TrainingOptimizer(std::string name,
                                      std::unique_ptr<torch::optim::Optimizer> optimizer,
                                      std::vector<Group> groups, std::vector<at::Tensor> params,
-                                     double grad_clip)
+                                     double grad_clip, Roles roles)
     : name_(std::move(name)),
       optimizer_(std::move(optimizer)),
       groups_(std::move(groups)),
       params_(std::move(params)),
-      grad_clip_(grad_clip) {}
+      grad_clip_(grad_clip),
+      roles_(roles) {
+  for (const auto& group : optimizer_->param_groups()) {
+    stepped_.insert(stepped_.end(), group.params().begin(), group.params().end());
+  }
+}
 
 void TrainingOptimizer::set_lr(double lr) {
   auto& pg = optimizer_->param_groups();
@@ -149,45 +99,36 @@ void TrainingOptimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
-void TrainingOptimizer::step() {
-  if (auto* lamb = dynamic_cast<Lamb*>(optimizer_.get())) {
-    lamb->step();
-    last_grad_norm_ = lamb->last_grad_norm();
+void TrainingOptimizer::step(const GradNorm& grad_norm) {
+  if (roles_.clips_itself != nullptr) {
+    roles_.clips_itself->step_with_grad_norm(grad_norm);
     return;
   }
-  last_grad_norm_ = at::Tensor();
-  if (grad_clip_ > 0.0) {
-    std::vector<at::Tensor> all;
-    for (const auto& group : optimizer_->param_groups()) {
-      all.insert(all.end(), group.params().begin(), group.params().end());
-    }
-    last_grad_norm_ = clip_grad_norm(all, grad_clip_).norm;
-  }
+  if (grad_clip_ > 0.0) clip_grad_norm(stepped_, grad_clip_, grad_norm);
   optimizer_->step();
 }
 
+void TrainingOptimizer::step() { step(grad_clip_ > 0.0 ? grad_norm() : GradNorm{}); }
+
+GradNorm TrainingOptimizer::grad_norm() const { return global_grad_norm(stepped_); }
+
 std::vector<at::Tensor> TrainingOptimizer::last_trust_ratios() const {
   std::vector<at::Tensor> out(params_.size());
-  const auto* lars = dynamic_cast<const Lars*>(optimizer_.get());
-  const auto* lamb = dynamic_cast<const Lamb*>(optimizer_.get());
+  if (roles_.trust_ratios == nullptr) return out;
   for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor ratio;
-    if (lars != nullptr) {
-      if (const LarsParamState* st = lars->param_state(params_[i])) ratio = st->trust_ratio();
-    } else if (lamb != nullptr) {
-      if (const LambParamState* st = lamb->param_state(params_[i])) ratio = st->trust_ratio();
-    }
+    const at::Tensor ratio = roles_.trust_ratios->trust_ratio(params_[i]);
     if (ratio.defined()) out[i] = ratio.clone();
   }
   return out;
 }
 
-at::Tensor TrainingOptimizer::last_grad_norm() const { return last_grad_norm_; }
-
 std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& optim,
                                                   const std::vector<NamedParameter>& params,
                                                   double peak_lr) {
-  validate(optim, peak_lr);
+  // Preconditions, not user-input checks: the schema validated the section (core/config).
+  config::expect_valid(optim, "make_optimizer");
+  config::expect(std::isfinite(peak_lr) && peak_lr > 0.0, "make_optimizer",
+                 fmt::format("peak_lr = {} must be finite and > 0", peak_lr));
   const std::vector<ParamGroupSpec> specs = assign_param_groups(optim, params);
   const bool trust = optim.name == "lars" || optim.name == "lamb";
 
@@ -210,6 +151,7 @@ std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& opt
   }
 
   std::unique_ptr<torch::optim::Optimizer> opt;
+  TrainingOptimizer::Roles roles;
   const std::string& n = optim.name;
   if (n == "sgd" || n == "nesterov") {
     opt = std::make_unique<torch::optim::SGD>(
@@ -221,16 +163,23 @@ std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& opt
     opt = std::make_unique<torch::optim::AdamW>(
         std::move(torch_groups), defaults_of<torch::optim::AdamWOptions>(optim, peak_lr));
   } else if (n == "lars") {
-    opt = std::make_unique<Lars>(std::move(torch_groups), defaults_of<LarsOptions>(optim, peak_lr));
+    auto lars =
+        std::make_unique<Lars>(std::move(torch_groups), defaults_of<LarsOptions>(optim, peak_lr));
+    roles.trust_ratios = lars.get();
+    opt = std::move(lars);
   } else {
-    opt = std::make_unique<Lamb>(std::move(torch_groups), defaults_of<LambOptions>(optim, peak_lr));
+    auto lamb =
+        std::make_unique<Lamb>(std::move(torch_groups), defaults_of<LambOptions>(optim, peak_lr));
+    roles.trust_ratios = lamb.get();
+    roles.clips_itself = lamb.get();
+    opt = std::move(lamb);
   }
 
   std::vector<at::Tensor> in_order;
   in_order.reserve(params.size());
   for (const NamedParameter& p : params) in_order.push_back(p.tensor);
   auto out = std::make_unique<TrainingOptimizer>(n, std::move(opt), std::move(groups),
-                                                 std::move(in_order), optim.grad_clip);
+                                                 std::move(in_order), optim.grad_clip, roles);
   out->set_lr(peak_lr);
   return out;
 }

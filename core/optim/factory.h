@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/optim_config.h"
+#include "core/optim/grad_clip.h"
+#include "core/optim/layerwise.h"
 #include "core/optim/param_groups.h"
 
 namespace batchlab::optim {
@@ -34,8 +36,16 @@ class TrainingOptimizer {
     std::vector<std::string> names;  // parameter names, in the order given to make_optimizer
   };
 
+  // What the concrete optimizer is beyond torch::optim::Optimizer (layerwise.h), set by
+  // make_optimizer; null where it is not.
+  struct Roles {
+    const TrustRatioSource* trust_ratios = nullptr;  // LARS, LAMB
+    ClipsByGlobalNorm* clips_itself = nullptr;       // LAMB
+  };
+
   TrainingOptimizer(std::string name, std::unique_ptr<torch::optim::Optimizer> optimizer,
-                    std::vector<Group> groups, std::vector<at::Tensor> params, double grad_clip);
+                    std::vector<Group> groups, std::vector<at::Tensor> params, double grad_clip,
+                    Roles roles);
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
@@ -45,9 +55,16 @@ class TrainingOptimizer {
   void set_lr(double lr);
   double lr() const { return lr_; }  // the last value given to set_lr (make_optimizer: peak_lr)
 
-  // Global grad-norm clipping when grad_clip > 0 and the optimizer does not clip itself (LAMB does,
-  // as timm's), then the update. Gradients are divided by max(norm / grad_clip, 1) in place for
-  // optimizers clipped here; LAMB leaves them unchanged.
+  // Global L2 norm of the current gradients of the parameters it steps (a tied tensor counts once):
+  // the norm step() clips by. 0-dim float64, undefined without gradients.
+  GradNorm grad_norm() const;
+
+  // The update, given `grad_norm` = grad_norm() of the current gradients (the trainer measures it
+  // every step for its own records, so it is not measured twice). With grad_clip > 0 the gradients
+  // are clipped by it: divided by max(norm / grad_clip, 1) in place, or, for an optimizer that
+  // clips inside its own update (LAMB, as timm's), left unchanged.
+  void step(const GradNorm& grad_norm);
+  // The same for callers without the norm: measured here when clipping needs it.
   void step();
   void zero_grad() { optimizer_->zero_grad(); }
 
@@ -59,22 +76,21 @@ class TrainingOptimizer {
   // is one sync.
   std::vector<at::Tensor> last_trust_ratios() const;
 
-  // Global gradient norm before clipping in the last step (0-dim float64); undefined when no
-  // clipping happened (grad_clip 0).
-  at::Tensor last_grad_norm() const;
-
  private:
   std::string name_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<Group> groups_;
-  std::vector<at::Tensor> params_;  // in make_optimizer's order (ties included)
+  std::vector<at::Tensor> params_;   // in make_optimizer's order (ties included)
+  std::vector<at::Tensor> stepped_;  // every group's parameters: each tensor once
   double grad_clip_ = 0.0;
+  Roles roles_;
   double lr_ = 0.0;
-  at::Tensor last_grad_norm_;
 };
 
-// Builds the optimizer named by optim.name over `params` (ConfigError for an unknown name, bad
-// hyper-parameters or parameter-group rules), with every group's LR at peak_lr * lr_scale.
+// Builds the optimizer named by optim.name over `params`, with every group's LR at
+// peak_lr * lr_scale. `optim` must have passed config validation and peak_lr be > 0 (asserted: an
+// internal batchlab::Error otherwise, config/preconditions.h); ConfigError for a group rule that
+// matches no parameter (only the model's names can tell).
 std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& optim,
                                                   const std::vector<NamedParameter>& params,
                                                   double peak_lr);

@@ -147,21 +147,21 @@ void lamb_moments(const double* g, double* m, double* v, const double* w, int64_
 }
 
 void lamb_apply(float* w, const float* m, const float* v, int64_t n, const LambScalars& s,
-                double step) {
-  BATCHLAB_DISPATCH(lamb_apply, w, m, v, n, s, step);
+                double step_size) {
+  BATCHLAB_DISPATCH(lamb_apply, w, m, v, n, s, step_size);
 }
 void lamb_apply(double* w, const double* m, const double* v, int64_t n, const LambScalars& s,
-                double step) {
-  BATCHLAB_DISPATCH(lamb_apply, w, m, v, n, s, step);
+                double step_size) {
+  BATCHLAB_DISPATCH(lamb_apply, w, m, v, n, s, step_size);
 }
 
 void lamb_fused(float* w, const float* g, float* m, float* v, int64_t n, const LambScalars& s,
-                double step) {
-  BATCHLAB_DISPATCH(lamb_fused, w, g, m, v, n, s, step);
+                double step_size) {
+  BATCHLAB_DISPATCH(lamb_fused, w, g, m, v, n, s, step_size);
 }
 void lamb_fused(double* w, const double* g, double* m, double* v, int64_t n, const LambScalars& s,
-                double step) {
-  BATCHLAB_DISPATCH(lamb_fused, w, g, m, v, n, s, step);
+                double step_size) {
+  BATCHLAB_DISPATCH(lamb_fused, w, g, m, v, n, s, step_size);
 }
 
 #undef BATCHLAB_DISPATCH

@@ -69,17 +69,17 @@ void lamb_moments(const float* g, float* m, float* v, const float* w, int64_t n,
                   const LambScalars& s, double out[2]);
 void lamb_moments(const double* g, double* m, double* v, const double* w, int64_t n,
                   const LambScalars& s, double out[2]);
-// Pass 2 of an adapted parameter: recomputes r from the new m, v and w -= step * r
-// (step = lr * trust ratio). Recomputing costs two reads instead of a write and a read of a stored
-// r.
+// Pass 2 of an adapted parameter: recomputes r from the new m, v and w -= step_size * r
+// (step_size = lr * trust ratio). Recomputing costs two reads instead of a write and a read of a
+// stored r.
 void lamb_apply(float* w, const float* m, const float* v, int64_t n, const LambScalars& s,
-                double step);
+                double step_size);
 void lamb_apply(double* w, const double* m, const double* v, int64_t n, const LambScalars& s,
-                double step);
-// A parameter without trust ratio needs no norms: moments and w -= step * r in a single pass.
+                double step_size);
+// A parameter without trust ratio needs no norms: moments and w -= step_size * r in a single pass.
 void lamb_fused(float* w, const float* g, float* m, float* v, int64_t n, const LambScalars& s,
-                double step);
+                double step_size);
 void lamb_fused(double* w, const double* g, double* m, double* v, int64_t n, const LambScalars& s,
-                double step);
+                double step_size);
 
 }  // namespace batchlab::optim::kernels

@@ -179,10 +179,10 @@ void lamb_moments_impl(const T* g, T* m, T* v, const T* w, int64_t n, const kern
 
 template <class T>
 void lamb_apply_impl(T* w, const T* m, const T* v, int64_t n, const kernels::LambScalars& s,
-                     double step) {
+                     double step_size) {
   using V = typename VecOf<T>::type;
   const LambVec<T> c(s);
-  const T st = static_cast<T>(step);
+  const T st = static_cast<T>(step_size);
   for_vectors<T>(n, [&](int64_t i, int64_t k) {
     const V wv = load(w + i, k);
     store(w + i, wv - st * lamb_direction(c, load(m + i, k), load(v + i, k), wv), k);
@@ -191,10 +191,10 @@ void lamb_apply_impl(T* w, const T* m, const T* v, int64_t n, const kernels::Lam
 
 template <class T>
 void lamb_fused_impl(T* w, const T* g, T* m, T* v, int64_t n, const kernels::LambScalars& s,
-                     double step) {
+                     double step_size) {
   using V = typename VecOf<T>::type;
   const LambVec<T> c(s);
-  const T st = static_cast<T>(step);
+  const T st = static_cast<T>(step_size);
   for_vectors<T>(n, [&](int64_t i, int64_t k) {
     V mv = load(m + i, k);
     V vv = load(v + i, k);

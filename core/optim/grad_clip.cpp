@@ -67,14 +67,13 @@ ClipFactor clip_factor(const GradNorm& norm, double max_norm) {
   return out;
 }
 
-GradNorm clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+void clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const GradNorm& norm) {
   at::NoGradGuard no_grad;
-  GradNorm norm = global_grad_norm(params);
-  if (!norm.norm.defined()) return norm;
+  if (!norm.norm.defined()) return;
   const ClipFactor factor = clip_factor(norm, max_norm);
   const std::vector<at::Tensor> grads = defined_grads(params);
   if (factor.host) {
-    if (*factor.host == 1.0) return norm;
+    if (*factor.host == 1.0) return;
     const double inv = 1.0 / *factor.host;
     std::vector<int64_t> numels;
     for (const at::Tensor& g : grads) numels.push_back(g.numel());
@@ -92,9 +91,14 @@ GradNorm clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) 
       }
     });
     for (const at::Tensor& g : grads) detail::bump_version(g);
-    return norm;
+    return;
   }
   for (const at::Tensor& g : grads) g.div_(factor.tensor.to(g.scalar_type()));
+}
+
+GradNorm clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  GradNorm norm = global_grad_norm(params);
+  clip_grad_norm(params, max_norm, norm);
   return norm;
 }
 

@@ -30,8 +30,11 @@ struct ClipFactor {
 };
 ClipFactor clip_factor(const GradNorm& norm, double max_norm);
 
-// Divides every defined gradient of `params` by the clip factor (in place; skipped on the host path
-// when the factor is 1) and returns the norm before clipping.
+// Divides every defined gradient of `params` by the clip factor of `norm`, their global norm as
+// measured by the caller (in place; skipped on the host path when the factor is 1).
+void clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const GradNorm& norm);
+
+// The same, measuring the norm first; returns it (the norm before clipping).
 GradNorm clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 }  // namespace batchlab::optim

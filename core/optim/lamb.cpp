@@ -161,7 +161,7 @@ struct FusedItem {
   bool adapted = false;
   int64_t numel = 0;
   kernels::LambScalars scalars;
-  double step = 0.0;  // lr * trust ratio
+  double step_size = 0.0;  // lr * trust ratio
 };
 
 template <class T>
@@ -174,7 +174,7 @@ void first_chunk(const FusedItem& it, const detail::Chunk& ch, double* partial) 
   if (it.adapted) {
     kernels::lamb_moments(g, m, v, static_cast<const T*>(it.w) + b, n, it.scalars, partial);
   } else {
-    kernels::lamb_fused(static_cast<T*>(it.w) + b, g, m, v, n, it.scalars, it.step);
+    kernels::lamb_fused(static_cast<T*>(it.w) + b, g, m, v, n, it.scalars, it.step_size);
   }
 }
 
@@ -182,7 +182,7 @@ template <class T>
 void second_chunk(const FusedItem& it, const detail::Chunk& ch) {
   const int64_t b = ch.begin;
   kernels::lamb_apply(static_cast<T*>(it.w) + b, static_cast<const T*>(it.m) + b,
-                      static_cast<const T*>(it.v) + b, ch.end - ch.begin, it.scalars, it.step);
+                      static_cast<const T*>(it.v) + b, ch.end - ch.begin, it.scalars, it.step_size);
 }
 
 // Pass 1: moments of every tensor, with ||w||^2 and ||r||^2 of the adapted ones (the others are
@@ -207,7 +207,7 @@ void fused_step(std::vector<FusedItem>& items) {
     if (!it.adapted) return;
     const double ratio = trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
     *it.state->trust_ratio().data_ptr<double>() = ratio;
-    it.step = it.options->lr() * ratio;
+    it.step_size = it.options->lr() * ratio;
   };
   work.second = [&](const detail::Chunk& ch) {
     const FusedItem& it = items[ch.item];
@@ -240,6 +240,16 @@ const LambParamState* Lamb::param_state(const torch::Tensor& param) const {
   return it == state_.end() ? nullptr : static_cast<const LambParamState*>(it->second.get());
 }
 
+at::Tensor Lamb::trust_ratio(const at::Tensor& param) const {
+  const LambParamState* st = param_state(param);
+  return st != nullptr ? st->trust_ratio() : at::Tensor();
+}
+
+// Like timm, the value of the defaults applies to all groups at once.
+double Lamb::max_grad_norm() const {
+  return static_cast<const LambOptions&>(defaults()).max_grad_norm();
+}
+
 torch::Tensor Lamb::step(LossClosure closure) {
   torch::Tensor loss;
   if (closure) {
@@ -247,21 +257,24 @@ torch::Tensor Lamb::step(LossClosure closure) {
     loss = closure();
   }
   at::NoGradGuard no_grad;
+  GradNorm norm;
+  if (max_grad_norm() > 0.0) {
+    std::vector<torch::Tensor> all;
+    for (const auto& group : param_groups_) {
+      all.insert(all.end(), group.params().begin(), group.params().end());
+    }
+    norm = global_grad_norm(all);
+  }
+  step_with_grad_norm(norm);
+  return loss;
+}
 
+void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
+  at::NoGradGuard no_grad;
   // Global clipping first: the factor depends on every group's gradients (timm, apex).
   ClipFactor clip;
-  last_grad_norm_ = torch::Tensor();
-  const double max_norm = static_cast<const LambOptions&>(defaults()).max_grad_norm();
-  if (max_norm > 0.0) {
-    std::vector<torch::Tensor> with_grad;
-    for (const auto& group : param_groups_) {
-      for (const torch::Tensor& p : group.params()) {
-        if (p.grad().defined()) with_grad.push_back(p);
-      }
-    }
-    const GradNorm norm = global_grad_norm(with_grad);
-    last_grad_norm_ = norm.norm;
-    if (norm.norm.defined()) clip = clip_factor(norm, max_norm);
+  if (max_grad_norm() > 0.0 && grad_norm.norm.defined()) {
+    clip = clip_factor(grad_norm, max_grad_norm());
   }
   // The fused loops take the factor as a plain number; a device-side factor means ATen ops.
   const bool host_clip = clip.host.has_value() || !clip.tensor.defined();
@@ -304,12 +317,11 @@ torch::Tensor Lamb::step(LossClosure closure) {
       it.adapted = adapted(o);
       it.numel = p.numel();
       it.scalars = scalars(o, st.step(), grad_scale);
-      it.step = o.lr();
+      it.step_size = o.lr();
       fused.push_back(std::move(it));
     }
   }
   if (!fused.empty()) fused_step(fused);
-  return loss;
 }
 
 void Lamb::save(torch::serialize::OutputArchive& archive) const { serialize(*this, archive); }

@@ -35,6 +35,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/optim/layerwise.h"
+
 namespace batchlab::optim {
 
 struct LambOptions : public torch::optim::OptimizerCloneableOptions<LambOptions> {
@@ -76,30 +78,30 @@ struct LambParamState : public torch::optim::OptimizerCloneableParamState<LambPa
   friend bool operator==(const LambParamState& a, const LambParamState& b);
 };
 
-class Lamb : public torch::optim::Optimizer {
+class Lamb : public torch::optim::Optimizer, public TrustRatioSource, public ClipsByGlobalNorm {
  public:
   // Each group's own options are used as given (none are filled in from `defaults`).
   explicit Lamb(std::vector<torch::optim::OptimizerParamGroup> param_groups,
                 LambOptions defaults = {});
   explicit Lamb(std::vector<torch::Tensor> params, LambOptions defaults = {});
 
+  // Measures the global gradient norm itself when clipping is on (max_grad_norm > 0).
   torch::Tensor step(LossClosure closure = nullptr) override;
+  // The same update with the norm measured by the caller (ignored when clipping is off).
+  void step_with_grad_norm(const GradNorm& grad_norm) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
   // State of one parameter, or nullptr before its first step.
   const LambParamState* param_state(const torch::Tensor& param) const;
-  // Global gradient norm before clipping, measured by the last step (0-dim float64); undefined when
-  // clipping is off.
-  const torch::Tensor& last_grad_norm() const { return last_grad_norm_; }
+  at::Tensor trust_ratio(const at::Tensor& param) const override;
 
  private:
   template <typename Self, typename Archive>
   static void serialize(Self& self, Archive& archive) {
     _TORCH_OPTIM_SERIALIZE_WITH_TEMPLATE_ARG(Lamb);
   }
-
-  torch::Tensor last_grad_norm_;
+  double max_grad_norm() const;
 };
 
 }  // namespace batchlab::optim

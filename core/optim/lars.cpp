@@ -219,6 +219,11 @@ const LarsParamState* Lars::param_state(const torch::Tensor& param) const {
   return it == state_.end() ? nullptr : static_cast<const LarsParamState*>(it->second.get());
 }
 
+at::Tensor Lars::trust_ratio(const at::Tensor& param) const {
+  const LarsParamState* st = param_state(param);
+  return st != nullptr ? st->trust_ratio() : at::Tensor();
+}
+
 torch::Tensor Lars::step(LossClosure closure) {
   torch::Tensor loss;
   if (closure) {

@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "core/optim/layerwise.h"
+
 namespace batchlab::optim {
 
 struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions> {
@@ -80,7 +82,7 @@ struct LarsParamState : public torch::optim::OptimizerCloneableParamState<LarsPa
   friend bool operator==(const LarsParamState& a, const LarsParamState& b);
 };
 
-class Lars : public torch::optim::Optimizer {
+class Lars : public torch::optim::Optimizer, public TrustRatioSource {
  public:
   // Each group's own options are used as given (none are filled in from `defaults`).
   explicit Lars(std::vector<torch::optim::OptimizerParamGroup> param_groups,
@@ -93,6 +95,7 @@ class Lars : public torch::optim::Optimizer {
 
   // State of one parameter, or nullptr before its first step.
   const LarsParamState* param_state(const torch::Tensor& param) const;
+  at::Tensor trust_ratio(const at::Tensor& param) const override;
 
  private:
   template <typename Self, typename Archive>

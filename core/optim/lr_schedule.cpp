@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 
 namespace batchlab::optim {
@@ -22,20 +23,10 @@ std::string num(double x) { return fmt::format("{}", x); }
 }  // namespace
 
 double scaled_peak_lr(const config::OptimConfig& optim, int64_t global_batch) {
-  std::vector<Diagnostic> problems;
-  if (optim.base_batch <= 0) {
-    problems.push_back(problem("optim.base_batch", std::to_string(optim.base_batch),
-                               "must be a positive number of samples"));
-  }
-  if (global_batch <= 0) {
-    problems.push_back(problem("batch.global", std::to_string(global_batch),
-                               "must be a positive number of samples"));
-  }
-  if (optim.scaling != "none" && optim.scaling != "linear" && optim.scaling != "sqrt") {
-    problems.push_back(
-        problem("optim.scaling", optim.scaling, "must be one of none, linear, sqrt"));
-  }
-  if (!problems.empty()) throw ConfigError(std::move(problems));
+  // Preconditions: the schema validated optim (base_lr, base_batch > 0, scaling) and batch.global.
+  config::expect_valid(optim, "scaled_peak_lr");
+  config::expect(global_batch > 0, "scaled_peak_lr",
+                 fmt::format("batch.global = {} must be > 0", global_batch));
   const double k = static_cast<double>(global_batch) / static_cast<double>(optim.base_batch);
   if (optim.scaling == "linear") return optim.base_lr * k;
   if (optim.scaling == "sqrt") return optim.base_lr * std::sqrt(k);
@@ -45,50 +36,14 @@ double scaled_peak_lr(const config::OptimConfig& optim, int64_t global_batch) {
 LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
                        int64_t steps_per_epoch)
     : cfg_(schedule), peak_(peak_lr), budgeted_(schedule.budget_s.has_value()) {
+  // Preconditions: the schema's rules, cross-key ones included (one length, at most one warmup,
+  // budget with warmup_fraction and without step decay). What is left to check here needs the
+  // data size: steps per epoch, and a warmup longer than the run in mixed units.
+  config::expect_valid(schedule, "LrSchedule");
   std::vector<Diagnostic> problems;
   const auto& s = schedule;
-  const std::string& decay = s.decay;
-  if (decay != "constant" && decay != "linear" && decay != "poly" && decay != "cosine" &&
-      decay != "step") {
-    problems.push_back(
-        problem("schedule.decay", decay, "must be one of constant, linear, poly, cosine, step"));
-  }
-  const int lengths = int(s.epochs.has_value()) + int(s.steps.has_value()) + int(budgeted_);
-  if (lengths != 1) {
-    problems.push_back(
-        problem("schedule", "", "give exactly one run length: epochs, steps or budget"));
-  }
-  const int warmups = int(s.warmup_epochs.has_value()) + int(s.warmup_steps.has_value()) +
-                      int(s.warmup_fraction.has_value());
-  if (warmups > 1) {
-    problems.push_back(problem("schedule", "",
-                               "give at most one of warmup_epochs, warmup_steps, warmup_fraction"));
-  }
-  if (s.warmup_fraction && (*s.warmup_fraction < 0.0 || *s.warmup_fraction > 1.0)) {
-    problems.push_back(
-        problem("schedule.warmup_fraction", num(*s.warmup_fraction), "must be within [0, 1]"));
-  }
-  if (s.warmup_epochs && *s.warmup_epochs < 0.0) {
-    problems.push_back(problem("schedule.warmup_epochs", num(*s.warmup_epochs), "must be >= 0"));
-  }
-  if (s.warmup_steps && *s.warmup_steps < 0) {
-    problems.push_back(
-        problem("schedule.warmup_steps", std::to_string(*s.warmup_steps), "must be >= 0"));
-  }
-  if (s.warmup_start < 0.0) {
-    problems.push_back(problem("schedule.warmup_start", num(s.warmup_start), "must be >= 0"));
-  }
-  if (decay == "poly" && !(s.power > 0.0)) {
-    problems.push_back(problem("schedule.power", num(s.power), "must be > 0"));
-  }
-  if (decay == "step" && !(s.gamma > 0.0)) {
-    problems.push_back(problem("schedule.gamma", num(s.gamma), "must be > 0"));
-  }
-  for (double m : s.milestones) {
-    if (m < 0.0) problems.push_back(problem("schedule.milestones", num(m), "must be >= 0"));
-  }
   const bool needs_epochs = s.epochs.has_value() || s.warmup_epochs.has_value() ||
-                            (decay == "step" && !s.milestones.empty());
+                            (s.decay == "step" && !s.milestones.empty());
   if (needs_epochs && steps_per_epoch <= 0) {
     problems.push_back(problem("batch.global", "",
                                fmt::format("{} steps per epoch: the batch is larger than the "
@@ -98,19 +53,6 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
 
   if (budgeted_) {
     budget_s_ = *s.budget_s;
-    if (!(budget_s_ > 0.0)) {
-      problems.push_back(problem("schedule.budget", num(budget_s_), "must be a positive duration"));
-    }
-    if (s.warmup_epochs || s.warmup_steps) {
-      problems.push_back(
-          problem(s.warmup_epochs ? "schedule.warmup_epochs" : "schedule.warmup_steps", "",
-                  "a budgeted schedule warms up by warmup_fraction"));
-    }
-    if (decay == "step") {
-      problems.push_back(problem("schedule.decay", decay,
-                                 "step decay has epoch milestones; a budgeted schedule needs "
-                                 "constant, linear, poly or cosine"));
-    }
     warmup_fraction_ = s.warmup_fraction.value_or(0.0);
   } else if (problems.empty()) {
     const double spe = static_cast<double>(steps_per_epoch);

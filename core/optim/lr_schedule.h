@@ -23,24 +23,26 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/optim_config.h"
+#include "core/config/schedule_config.h"
 
 namespace batchlab::optim {
 
-// base_lr scaled by the batch-size rule; ConfigError for an unknown rule or a non-positive batch.
+// base_lr scaled by the batch-size rule. `optim` must have passed config validation and
+// global_batch be > 0 (asserted: an internal batchlab::Error otherwise, config/preconditions.h).
 double scaled_peak_lr(const config::OptimConfig& optim, int64_t global_batch);
 
 class LrSchedule {
  public:
   // steps_per_epoch = optimizer steps (not micro-batches) per epoch; ignored when budgeted unless
-  // the schedule is in epochs. Throws ConfigError for an inconsistent schedule.
+  // the schedule is in epochs. `schedule` must have passed config validation (asserted, see
+  // config/preconditions.h); ConfigError for what only the data size reveals: no full batch per
+  // epoch, no step at all, or a warmup longer than the run in mixed units.
   LrSchedule(const config::ScheduleConfig& schedule, double peak_lr, int64_t steps_per_epoch);
 
   bool budgeted() const { return budgeted_; }
   int64_t total_steps() const { return budgeted_ ? 0 : total_steps_; }    // 0 when budgeted
   int64_t warmup_steps() const { return budgeted_ ? 0 : warmup_steps_; }  // 0 when budgeted
-  double budget_s() const { return budget_s_; }                           // 0 unless budgeted
-  double peak_lr() const { return peak_; }
 
   // LR used by the update of 0-based step `step` (steps past the end keep the end value).
   // Throws batchlab::Error when budgeted: there the LR follows the clock, see current().

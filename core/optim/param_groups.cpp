@@ -3,28 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <optional>
 #include <unordered_set>
 
+#include "core/config/param_rule.h"
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 
 namespace batchlab::optim {
 namespace {
-
-constexpr const char* kNdimPrefix = "ndim<";
-
-// The N of an `ndim<N` rule, or nullopt when the rule is a glob.
-std::optional<int64_t> ndim_bound(const std::string& rule) {
-  const std::string prefix = kNdimPrefix;
-  if (rule.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-  const std::string digits = rule.substr(prefix.size());
-  if (digits.empty() || digits.size() > 3 ||
-      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    return std::nullopt;
-  }
-  return std::stoll(digits);
-}
 
 // "a, b, c, ... (161 in all)": enough names to spot a typo without flooding the terminal.
 std::string some_names(const std::vector<NamedParameter>& params) {
@@ -50,15 +36,10 @@ struct Rule {
 }  // namespace
 
 bool is_valid_rule(const std::string& pattern, std::string* why) {
-  auto fail = [&](const std::string& reason) {
-    if (why != nullptr) *why = reason;
-    return false;
-  };
-  if (pattern.empty()) return fail("empty rule; use a glob such as \"*.bias\" or \"ndim<2\"");
-  if (pattern.rfind("ndim", 0) == 0 && !ndim_bound(pattern)) {
-    return fail("dimension rules are written ndim<N with N a small integer, e.g. \"ndim<2\"");
-  }
-  return true;
+  // The syntax is the schema's rule (core/config/param_rule.h), checked when the config is read.
+  const auto problem = config::ParamRule{}(pattern);
+  if (problem && why != nullptr) *why = *problem;
+  return !problem;
 }
 
 bool glob_match(const std::string& pattern, const std::string& name) {
@@ -86,7 +67,7 @@ bool glob_match(const std::string& pattern, const std::string& name) {
 }
 
 bool rule_matches(const std::string& rule, const std::string& name, int64_t ndim) {
-  if (auto bound = ndim_bound(rule)) return ndim < *bound;
+  if (auto bound = config::ndim_bound(rule)) return ndim < *bound;
   return glob_match(rule, name);
 }
 
@@ -119,12 +100,13 @@ std::vector<ParamGroupSpec> assign_param_groups(const config::OptimConfig& optim
   catch_all.adapt = true;
   catch_all.must_match = false;
 
-  std::vector<Diagnostic> problems;
   for (const Rule& r : rules) {
     std::string why;
-    if (!is_valid_rule(r.pattern, &why)) problems.push_back({"", 0, 0, r.key, r.pattern, why});
+    config::expect(is_valid_rule(r.pattern, &why), "assign_param_groups",
+                   fmt::format("{} = \"{}\": {}", r.key, r.pattern, why));
   }
-  if (!problems.empty()) throw ConfigError(std::move(problems));
+
+  std::vector<Diagnostic> problems;
 
   std::vector<ParamGroupSpec> groups(rules.size() + 1);
   std::vector<bool> matched_any(rules.size(), false);  // pattern matched a name, even if shadowed

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/optim_config.h"
 
 namespace batchlab::optim {
 

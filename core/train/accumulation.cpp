@@ -68,14 +68,4 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
   return result;
 }
 
-torch::Tensor global_grad_norm(const std::vector<optim::NamedParameter>& params) {
-  std::vector<torch::Tensor> norms;
-  norms.reserve(params.size());
-  for (const auto& p : params) {
-    if (p.tensor.grad().defined()) norms.push_back(p.tensor.grad().norm().to(torch::kFloat64));
-  }
-  if (norms.empty()) return torch::zeros({}, torch::kFloat64);
-  return torch::stack(norms).norm();
-}
-
 }  // namespace batchlab::train

@@ -44,7 +44,4 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
                                      std::vector<double>* micro_sq_norms = nullptr,
                                      const AccumulationHooks* hooks = nullptr);
 
-// L2 norm over every parameter's gradient (float64 0-dim: no host synchronization).
-torch::Tensor global_grad_norm(const std::vector<optim::NamedParameter>& params);
-
 }  // namespace batchlab::train

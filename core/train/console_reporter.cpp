@@ -49,12 +49,24 @@ void ConsoleReporter::step(const StepRecord& r) {
 }
 
 void ConsoleReporter::eval(const EvalRecord& r) {
-  fmt::print(
-      out_,
-      "eval step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} "
-      "| gap loss {:+.4f} acc {:+.4f} | eval {:.1f}s\n",
-      r.step, r.epoch, r.train_loss, r.train_acc, r.test_loss, r.test_acc, r.gap_loss, r.gap_acc,
-      r.eval_s);
+  // Only what was measured: " | name loss L acc A" per pair present (gaps signed).
+  std::string parts;
+  auto add = [&](const char* name, const std::optional<double>& loss,
+                 const std::optional<double>& acc, bool is_gap) {
+    if (!loss && !acc) return;
+    parts += fmt::format(" | {}", name);
+    auto num = [&](double x) {
+      return is_gap ? fmt::format("{:+.4f}", x) : fmt::format("{:.4f}", x);
+    };
+    if (loss) parts += " loss " + num(*loss);
+    if (acc) parts += " acc " + num(*acc);
+  };
+  add("train", r.train_loss, r.train_acc, false);
+  add("val", r.val_loss, r.val_acc, false);
+  add("test", r.test_loss, r.test_acc, false);
+  add("gap", r.gap_loss, r.gap_acc, true);
+  fmt::print(out_, "eval step {} epoch {:.2f}:{} | eval {:.1f}s\n", r.step, r.epoch, parts,
+             r.eval_s);
   std::fflush(out_);
 }
 

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 
 namespace batchlab::train {
@@ -39,11 +40,11 @@ BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world,
   g.world = world;
   g.micro = micro > 0 ? micro : global / world;
   g.accum = global / (world * g.micro);
-  if (g.accum * world * g.micro != global) {
-    throw InputError(fmt::format(
-        "batch.global = {} is not world_size ({}) x micro ({}) x a whole accumulation count",
-        global, world, g.micro));
-  }
+  // config::validate_batch_geometry checked this for the run's world size when the config was read.
+  config::expect(g.accum * world * g.micro == global, "make_batch_geometry",
+                 fmt::format("batch.global = {} is not world_size ({}) x micro ({}) x a whole "
+                             "accumulation count",
+                             global, world, g.micro));
   g.steps_per_epoch = train_size / global;
   g.dropped_per_epoch = train_size - g.steps_per_epoch * global;
   if (g.steps_per_epoch == 0) {

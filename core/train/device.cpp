@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 
 #ifdef BATCHLAB_WITH_CUDA
@@ -14,9 +15,9 @@ namespace batchlab::train {
 
 c10::Device resolve_device(const std::string& spec, int64_t local_rank) {
   if (spec == "cpu") return c10::Device(c10::DeviceType::CPU);
-  if (spec.rfind("cuda", 0) != 0) {
-    throw InputError(fmt::format("train.device = {}: must be cpu, cuda or cuda:N", spec));
-  }
+  // The schema's DeviceName rule (core/config) checked the spelling when the config was read.
+  config::expect(spec.rfind("cuda", 0) == 0, "resolve_device",
+                 fmt::format("train.device = {} is not cpu, cuda or cuda:N", spec));
   const auto available = static_cast<int64_t>(torch::cuda::device_count());
   if (!built_with_cuda() || available == 0) {
     throw InputError(fmt::format(

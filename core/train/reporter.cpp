@@ -12,6 +12,8 @@ const char* to_string(RunStatus status) {
       return "failed";
     case RunStatus::preempted:
       return "preempted";
+    case RunStatus::stopped:
+      return "stopped";
   }
   return "failed";
 }

@@ -41,18 +41,24 @@ struct StepRecord {
   double samples_per_s = 0.0;
 };
 
+// One evaluation. A metric is absent where it was not measured: the validation split when the run
+// has none (data.val_size = 0), the training sample and the test split at evaluations other than
+// the last under train.full_eval = "final". "acc" is whatever the task's accuracy is (top-1, or
+// masked-token accuracy for MLM).
 struct EvalRecord {
   int64_t step = 0;
   double epoch = 0.0;
   int64_t samples = 0;
-  double wall_s = 0.0;      // training clock
-  double train_loss = 0.0;  // eval mode, fixed training sample
-  double train_acc = 0.0;
-  double test_loss = 0.0;
-  double test_acc = 0.0;
-  double gap_loss = 0.0;  // test_loss - train_loss
-  double gap_acc = 0.0;   // train_acc - test_acc
-  double eval_s = 0.0;    // time the evaluation itself took
+  double wall_s = 0.0;               // training clock
+  std::optional<double> train_loss;  // eval mode, fixed training sample
+  std::optional<double> train_acc;
+  std::optional<double> val_loss;  // the held-out part of the training set
+  std::optional<double> val_acc;
+  std::optional<double> test_loss;
+  std::optional<double> test_acc;
+  std::optional<double> gap_loss;  // test_loss - train_loss
+  std::optional<double> gap_acc;   // train_acc - test_acc
+  double eval_s = 0.0;             // time the evaluation itself took
 };
 
 struct MilestoneRecord {
@@ -86,8 +92,9 @@ struct NoiseRecord {
   double b_simple = 0.0;
 };
 
-// How a run ended. `diverged` is a result, `failed` a crash, `preempted` an interruption to resume.
-enum class RunStatus { done, diverged, failed, preempted };
+// How a run ended. `diverged` is a result, `failed` a crash, `preempted` an interruption to resume,
+// `stopped` the answer to a stop request (contract C2: a result, like diverged).
+enum class RunStatus { done, diverged, failed, preempted, stopped };
 const char* to_string(RunStatus status);
 
 struct RunOutcome {

@@ -30,6 +30,11 @@ StepTimer::StepTimer(c10::Device device) {
 StepTimer::~StepTimer() = default;
 
 void StepTimer::start() {
+  total_s_ = 0.0;
+  resume();
+}
+
+void StepTimer::resume() {
 #ifdef BATCHLAB_WITH_CUDA
   if (events_) {
     c10::cuda::CUDAGuard guard(events_->device);
@@ -40,7 +45,7 @@ void StepTimer::start() {
   t0_ = std::chrono::steady_clock::now();
 }
 
-double StepTimer::stop() {
+double StepTimer::elapsed_s() {
 #ifdef BATCHLAB_WITH_CUDA
   if (events_) {
     c10::cuda::CUDAGuard guard(events_->device);
@@ -51,5 +56,9 @@ double StepTimer::stop() {
 #endif
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
+
+void StepTimer::pause() { total_s_ += elapsed_s(); }
+
+double StepTimer::stop() { return total_s_ + elapsed_s(); }
 
 }  // namespace batchlab::train

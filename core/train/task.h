@@ -16,7 +16,23 @@
 
 namespace batchlab::train {
 
-enum class Split { train, test };
+// train: the examples trained on; val: examples held out of the training set (data.val_size,
+// core/train/validation_split.h) that selection reads; test: the test set, only reported. A task
+// without a validation split has size(Split::val) = 0.
+enum class Split { train, test, val };
+
+// For messages: "training", "test", "validation".
+inline const char* split_name(Split split) {
+  switch (split) {
+    case Split::train:
+      return "training";
+    case Split::test:
+      return "test";
+    case Split::val:
+      return "validation";
+  }
+  return "unknown";
+}
 
 // Examples of one batch, already on the training device.
 struct Batch {
@@ -59,11 +75,14 @@ class Task {
   // Parameters with their names, in a fixed order (optimizer groups, per-layer statistics).
   virtual std::vector<optim::NamedParameter> named_parameters();
 
+  // Examples in a split. With data.val_size = v of a training set of n, size(Split::train) is
+  // n - v and size(Split::val) is v (0 when nothing is held out).
   virtual int64_t size(Split split) const = 0;
 
   // The examples at `indices` (int64 [n]) of a split, on the device. With `augment_seed` the
   // training-time random transform is applied, drawn deterministically from that seed so a batch
-  // is the same whatever the thread or process that builds it.
+  // is the same whatever the thread or process that builds it. Split::val and Split::test batches
+  // are evaluation batches: never augmented, and (MLM) masked the same way at every evaluation.
   virtual Batch make_batch(Split split, const torch::Tensor& indices,
                            std::optional<uint64_t> augment_seed) = 0;
 
@@ -78,9 +97,6 @@ class Task {
   // Called by the trainer when training starts or resumes. Tasks with loader threads build the
   // planned batches ahead; make_batch returns the same batch whether or not it was built ahead.
   virtual void plan_batches(const BatchPlan& /*plan*/) {}
-
-  // Name of the accuracy-like metric ("acc" for top-1, "mlm_acc" for masked tokens).
-  virtual std::string metric_name() const { return "acc"; }
 };
 
 }  // namespace batchlab::train

@@ -1,13 +1,13 @@
 #include "core/train/trainer.h"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
 
-#include "core/errors.h"
-#include "core/train/evaluator.h"
+#include "core/config/experiment_config.h"
 #include "core/train/rank_sync.h"
 
 namespace batchlab::train {
@@ -19,51 +19,50 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-bool target_met(const config::Target& target, const EvalRecord& r) {
-  if (target.metric == "test_acc") return r.test_acc >= target.value;
-  if (target.metric == "train_acc") return r.train_acc >= target.value;
-  if (target.metric == "test_loss") return r.test_loss <= target.value;
-  if (target.metric == "train_loss") return r.train_loss <= target.value;
-  return false;  // unknown metrics are rejected by config validation
-}
 }  // namespace
 
-Trainer::Trainer(TrainerOptions options, Task& task, Reporter& reporter)
-    : options_(std::move(options)), task_(task), reporter_(reporter), dp_(options_.data_parallel) {
-  if (dp_) {
-    options_.world_size = dp_->world_size();
-    options_.rank = dp_->rank();
-  }
-  device_ = c10::Device(options_.train.device);
-  precision_ = mixed_precision(options_.train.precision, device_.type());
-  timer_ = std::make_unique<StepTimer>(device_);
-  if (options_.checkpoints) options_.checkpoints->set_device(device_);
+TrainerConfig::TrainerConfig(const config::ExperimentConfig& c)
+    : TrainerConfig(c.data, c.batch, c.optim, c.schedule, c.train) {}
+
+Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task,
+                 Reporter& reporter)
+    : train_(config.train),
+      data_seed_(config.data.seed),
+      options_(std::move(options)),
+      task_(task),
+      reporter_(reporter),
+      dp_(options_.data_parallel),
+      rank_(dp_ ? dp_->rank() : 0) {
+  const c10::Device device = options_.device;
+  precision_ = mixed_precision(train_.precision, device.type());
+  timer_ = std::make_unique<StepTimer>(device);
+  if (options_.checkpoints) options_.checkpoints->set_device(device);
 
   params_ = task_.named_parameters();
   const int64_t train_size = task_.size(Split::train);
-  batch_ = make_batch_geometry(options_.batch.global, options_.batch.micro, options_.world_size,
+  batch_ = make_batch_geometry(config.batch.global, config.batch.micro, dp_ ? dp_->world_size() : 1,
                                train_size);
 
-  const double peak = optim::scaled_peak_lr(options_.optim, batch_.global);
-  schedule_ = std::make_unique<optim::LrSchedule>(options_.schedule, peak, batch_.steps_per_epoch);
-  optimizer_ = optim::make_optimizer(options_.optim, params_, peak);
+  const double peak = optim::scaled_peak_lr(config.optim, batch_.global);
+  schedule_ = std::make_unique<optim::LrSchedule>(config.schedule, peak, batch_.steps_per_epoch);
+  optimizer_ = optim::make_optimizer(config.optim, params_, peak);
   if (dp_) {
     std::vector<torch::Tensor> tensors;
     for (const auto& p : params_) tensors.push_back(p.tensor);
-    sync_ = dp_->make_gradient_sync(tensors, options_.train.bucket_mb);
+    sync_ = dp_->make_gradient_sync(tensors, train_.bucket_mb);
   }
 
-  train_sample_ = fixed_train_sample(options_.data_seed, train_size, options_.eval_train_samples);
-  eval_every_steps_ = std::max<int64_t>(
-      1, std::llround(options_.train.eval_every * static_cast<double>(batch_.steps_per_epoch)));
-  state_.targets_reached.assign(options_.train.targets.size(), false);
+  train_sample_ = fixed_train_sample(data_seed_, train_size, config.data.eval_train_samples);
+  evals_ = std::make_unique<EvalSchedule>(train_, batch_.steps_per_epoch);
+  checkpoint_every_s_ = train_.checkpoint_minutes * 60.0;
+  state_.targets_reached.assign(train_.targets.size(), false);
   // Layer rows are only ever recorded by rank 0: the other ranks skip the measurement.
-  if (options_.train.layer_stats_every > 0 && options_.rank == 0) {
+  if (train_.layer_stats_every > 0 && rank_ == 0) {
     layer_stats_ = std::make_unique<LayerStatsCollector>(params_);
   }
   // One process: micro-batch gradients against the accumulated one. Data parallel: each rank's
   // accumulated gradient against the all-reduced one, which needs no accumulation.
-  if (options_.train.noise_scale && (batch_.accum >= 2 || batch_.world > 1)) {
+  if (train_.noise_scale && (batch_.accum >= 2 || batch_.world > 1)) {
     noise_ = std::make_unique<NoiseScaleEstimator>(options_.noise_ema);
   }
 
@@ -71,207 +70,211 @@ Trainer::Trainer(TrainerOptions options, Task& task, Reporter& reporter)
   geometry_.micro_batch = batch_.micro;
   geometry_.accum_steps = batch_.accum;
   geometry_.world_size = batch_.world;
-  geometry_.bn_group = options_.batch.bn_group;
+  geometry_.bn_group = config.batch.bn_group;
   geometry_.train_size = train_size;
   geometry_.steps_per_epoch = batch_.steps_per_epoch;
   geometry_.total_steps = schedule_->total_steps();
   geometry_.samples_dropped_per_epoch = batch_.dropped_per_epoch;
   geometry_.warmup_steps = schedule_->warmup_steps();
   geometry_.peak_lr = peak;
-  geometry_.threads = options_.threads;
-  geometry_.device = options_.train.device;
+  geometry_.threads = at::get_num_threads();  // as the caller set the pool
+  geometry_.device = device.str();
 }
-
-double Trainer::total_elapsed_s() const { return seconds_since(started_); }
 
 // Ranks' clocks differ a little; a schedule or budget read from each would split the ranks, so
 // data-parallel runs use rank 0's clock as agreed at the previous step (one step behind).
-double Trainer::schedule_clock() const { return dp_ ? agreed_train_s_ : state_.train_s; }
-
-bool Trainer::budget_spent() const {
-  return schedule_->budgeted() && options_.schedule.budget_s &&
-         schedule_clock() >= *options_.schedule.budget_s;
+double Trainer::schedule_clock(const StepAgreement& last) const {
+  return dp_ ? last.train_s : state_.train_s;
 }
 
-bool Trainer::stop_requested() const {
-  if (dp_) return agreed_stop_;
+bool Trainer::stop_requested(const StepAgreement& last) const {
+  if (dp_) return last.stop;
   return options_.stop_requested && options_.stop_requested->load();
 }
 
-Trainer::StepAgreement Trainer::agree_on_step(const AccumulatedStep& acc,
-                                              const torch::Tensor& grad_norm,
-                                              const torch::Tensor& local_sq) {
+bool Trainer::checkpoint_due(int64_t updates_done, const StepAgreement& last) const {
+  const int64_t every = train_.checkpoint_every;
+  if (every > 0 && updates_done % every == 0) return true;
+  if (dp_) return last.checkpoint_due;
+  return checkpoint_every_s_ > 0 && seconds_since(last_checkpoint_) >= checkpoint_every_s_;
+}
+
+bool Trainer::layer_stats_due(int64_t step) const {
+  return layer_stats_ && step % train_.layer_stats_every == 0;
+}
+
+// One update, phase by phase. Divergence is checked before the update, so the weights of a
+// diverged run stay the last finite ones.
+std::optional<Trainer::StepAgreement> Trainer::step_once(int64_t step, double clock) {
+  timer_->start();
+  const double lr = set_lr(step, clock);
+  const Gradients grads = compute_gradients(step);
+  const StepAgreement agreed = agree_on_step(grads);
+  if (auto why = check_divergence(step, agreed)) return end_diverged(step, lr, agreed, *why);
+  measure_before_update(step);
+  optimizer_->step(grads.norm);
+  const double step_s = stop_clock();
+  measure_after_update(step, agreed, grads);
+  record_step(step, lr, agreed, step_s, /*always=*/false);
+  return agreed;
+}
+
+double Trainer::set_lr(int64_t step, double clock) {
+  const double lr = schedule_->current(step, clock);
+  optimizer_->set_lr(lr);
+  task_.set_progress(schedule_->progress(step, clock));
+  return lr;
+}
+
+// Forward/backward over the step's micro-batches (their data loaded here), the gradient all-reduce
+// when data parallel, and the global gradient norm (measured once: the optimizer clips by it).
+Trainer::Gradients Trainer::compute_gradients(int64_t step) {
+  const int64_t epoch = step / batch_.steps_per_epoch;
+  if (epoch != cached_epoch_) {
+    permutation_ = epoch_permutation(data_seed_, epoch, geometry_.train_size);
+    cached_epoch_ = epoch;
+  }
+  std::vector<torch::Tensor> micro;  // int64 [micro] each: this rank's micro-batches
+  micro.reserve(static_cast<size_t>(batch_.accum));
+  for (int64_t j = 0; j < batch_.accum; ++j) {
+    micro.push_back(
+        micro_batch_indices(permutation_, batch_, step % batch_.steps_per_epoch, rank_, j));
+  }
+  const uint64_t augment_seed =
+      mix_seed(static_cast<uint64_t>(data_seed_), static_cast<uint64_t>(step) + 1);
+  // Noise scale, one process: each micro-batch's gradient norm. Data parallel: see sync_->arm.
+  const bool micro_noise = noise_ && !dp_;
+  AccumulationHooks hooks;
+  hooks.precision = precision_;
+  if (sync_) hooks.before_last_backward = [&] { sync_->arm(noise_ != nullptr); };
+
+  optimizer_->zero_grad();
+  Gradients g;
+  g.accumulated = accumulate_gradients(task_, micro, augment_seed, micro_noise ? &params_ : nullptr,
+                                       micro_noise ? &g.micro_sq : nullptr, &hooks);
+  if (sync_) g.local_sq = sync_->finish();
+  g.norm = optimizer_->grad_norm();
+  return g;
+}
+
+Trainer::StepAgreement Trainer::agree_on_step(const Gradients& grads) {
   // One host read for the step's metrics (on a GPU, the step's only synchronization before the
   // update).
-  std::vector<torch::Tensor> parts = {acc.mean_loss.to(torch::kFloat64).reshape({1}),
-                                      grad_norm.to(acc.mean_loss.device()).reshape({1})};
-  if (local_sq.defined()) parts.push_back(local_sq.to(acc.mean_loss.device()).reshape({1}));
+  const auto& loss = grads.accumulated.mean_loss;
+  const auto norm = grads.norm.norm.defined() ? grads.norm.norm : torch::zeros({}, torch::kFloat64);
+  std::vector<torch::Tensor> parts = {loss.to(torch::kFloat64).reshape({1}),
+                                      norm.to(loss.device()).reshape({1})};
+  if (grads.local_sq.defined()) parts.push_back(grads.local_sq.to(loss.device()).reshape({1}));
   const auto host = torch::cat(parts).to(torch::kCPU);
   const auto* v = host.data_ptr<double>();
   StepAgreement a;
   a.loss = v[0];
   a.grad_norm = v[1];  // of the averaged gradient: bit-identical on every rank
+  a.train_s = state_.train_s;
   if (!dp_) return a;
 
-  const bool is_root = options_.rank == 0;
+  const bool is_root = rank_ == 0;
   const bool stop = options_.stop_requested && options_.stop_requested->load();
-  const bool checkpoint_due = is_root && options_.checkpoint_every_s > 0 &&
-                              seconds_since(last_checkpoint_) >= options_.checkpoint_every_s;
-  auto sums = dp_->all_reduce_sum(
-      torch::tensor(std::vector<double>{a.loss, local_sq.defined() ? v[2] : 0.0, stop ? 1.0 : 0.0,
-                                        is_root ? state_.train_s : 0.0, checkpoint_due ? 1.0 : 0.0},
-                    torch::kFloat64));
+  const bool checkpoint_due =
+      is_root && checkpoint_every_s_ > 0 && seconds_since(last_checkpoint_) >= checkpoint_every_s_;
+  auto sums = dp_->all_reduce_sum(torch::tensor(
+      std::vector<double>{a.loss, grads.local_sq.defined() ? v[2] : 0.0, stop ? 1.0 : 0.0,
+                          is_root ? state_.train_s : 0.0, checkpoint_due ? 1.0 : 0.0},
+      torch::kFloat64));
   const auto* s = sums.data_ptr<double>();
   const auto world = static_cast<double>(batch_.world);
   // The mean of the ranks' means: every micro-batch weighs the same, as in accumulation (and as
   // the averaged gradient does).
   a.loss = s[0] / world;
   a.local_sq_norm = s[1] / world;
-  agreed_stop_ = s[2] > 0;
-  agreed_train_s_ = s[3];
-  agreed_checkpoint_ = s[4] > 0;
+  a.stop = s[2] > 0;
+  a.train_s = s[3];
+  a.checkpoint_due = s[4] > 0;
   return a;
 }
 
-bool Trainer::step_once(int64_t step) {
-  const int64_t epoch = step / batch_.steps_per_epoch;
-  const int64_t in_epoch = step % batch_.steps_per_epoch;
-  if (epoch != cached_epoch_) {
-    permutation_ = epoch_permutation(options_.data_seed, epoch, geometry_.train_size);
-    cached_epoch_ = epoch;
-  }
-
-  timer_->start();
-  const double lr = schedule_->current(step, schedule_clock());
-  optimizer_->set_lr(lr);
-  task_.set_progress(schedule_->progress(step, schedule_clock()));
-  optimizer_->optimizer().zero_grad();
-
-  std::vector<torch::Tensor> micro;
-  micro.reserve(static_cast<size_t>(batch_.accum));
-  for (int64_t j = 0; j < batch_.accum; ++j) {
-    micro.push_back(micro_batch_indices(permutation_, batch_, in_epoch, options_.rank, j));
-  }
-  const uint64_t augment_seed =
-      mix_seed(static_cast<uint64_t>(options_.data_seed), static_cast<uint64_t>(step) + 1);
-  const bool micro_noise = noise_ && !dp_;
-  AccumulationHooks hooks;
-  hooks.precision = precision_;
-  if (sync_) hooks.before_last_backward = [&] { sync_->arm(noise_ != nullptr); };
-  std::vector<double> micro_sq;
-  const auto acc =
-      accumulate_gradients(task_, micro, augment_seed, micro_noise ? &params_ : nullptr,
-                           micro_noise ? &micro_sq : nullptr, &hooks);
-  torch::Tensor local_sq;
-  if (sync_) local_sq = sync_->finish();
-  const auto agreed = agree_on_step(acc, global_grad_norm(params_), local_sq);
+// Why the run diverged at this step, if it did; keeps the first and the last finite loss it
+// compares with. Loss and gradient norm are the same on every rank: all ranks stop together.
+std::optional<std::string> Trainer::check_divergence(int64_t step, const StepAgreement& agreed) {
   const double loss = agreed.loss;
-  const double grad_norm = agreed.grad_norm;
-
-  // Divergence is checked before the update, so the weights of a diverged run stay the last finite
-  // ones. Loss and gradient norm are the same on every rank: all ranks stop together.
-  std::string why;
-  if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+  std::optional<std::string> why;
+  if (!std::isfinite(loss) || !std::isfinite(agreed.grad_norm)) {
     why = fmt::format(
         "non-finite {} at step {} (loss {}, grad norm {}); last finite loss {:.6g}; "
         "first non-finite gradient in {}",
-        std::isfinite(loss) ? "gradient" : "loss", step, loss, grad_norm, last_loss_,
+        std::isfinite(loss) ? "gradient" : "loss", step, loss, agreed.grad_norm, last_loss_,
         first_nonfinite_parameter());
-  } else if (state_.have_first_loss && options_.train.divergence > 0 &&
-             loss > options_.train.divergence * state_.first_loss) {
+  } else if (state_.have_first_loss && train_.divergence > 0 &&
+             loss > train_.divergence * state_.first_loss) {
     why =
         fmt::format("loss {:.4g} at step {} exceeds train.divergence = {} x the first loss {:.4g}",
-                    loss, step, options_.train.divergence, state_.first_loss);
+                    loss, step, train_.divergence, state_.first_loss);
   }
   if (!state_.have_first_loss && std::isfinite(loss)) {
     state_.first_loss = loss;
     state_.have_first_loss = true;
   }
-  const bool log_layers =
-      why.empty() && layer_stats_ && step % options_.train.layer_stats_every == 0;
-  if (log_layers) layer_stats_->before_update();
-  if (why.empty()) optimizer_->step();
-  const double step_s = timer_->stop();
-  state_.train_s += step_s;
   if (std::isfinite(loss)) last_loss_ = loss;
-
-  // Per-layer rows and noise are measurements, not training: kept off the training clock.
-  if (log_layers)
-    reporter_.layer_stats(layer_stats_->after_update(step, optimizer_->last_trust_ratios()));
-  if (noise_ && why.empty()) {
-    const double big = grad_norm * grad_norm;
-    // Data parallel: b_small = one rank's share of the batch, b_big = the whole global batch.
-    const auto e = dp_ ? noise_->update({agreed.local_sq_norm}, batch_.micro * batch_.accum, big,
-                                        batch_.global)
-                       : noise_->update(micro_sq, batch_.micro, big, batch_.micro * batch_.accum);
-    if (step % options_.train.log_every == 0) {
-      reporter_.noise_scale({step, e.b_small, e.b_big, e.g2, e.trace_sigma, e.b_simple});
-    }
-  }
-
-  if (step % options_.train.log_every == 0 || !why.empty()) {
-    StepRecord r;
-    r.step = step;
-    r.epoch = static_cast<double>(step + 1) / static_cast<double>(batch_.steps_per_epoch);
-    r.samples = (step + 1) * batch_.global;
-    r.wall_s = state_.train_s;
-    r.lr = lr;
-    r.train_loss = loss;
-    r.grad_norm = grad_norm;
-    r.samples_per_s = step_s > 0 ? static_cast<double>(batch_.global) / step_s : 0.0;
-    reporter_.step(r);
-  }
-  if (!why.empty()) {
-    outcome_.status = RunStatus::diverged;
-    outcome_.error = why;
-    return false;
-  }
-  return true;
+  return why;
 }
 
-void Trainer::evaluate_and_report(int64_t updates_done) {
-  const auto t0 = Clock::now();
-  if (dp_) average_buffers(task_.model(), *dp_);
-  const auto train_m = evaluate_sharded(task_, Split::train, train_sample_, options_.eval_chunk,
-                                        precision_, dp_.get());
-  const auto test_m =
-      evaluate_sharded(task_, Split::test, torch::arange(task_.size(Split::test), torch::kInt64),
-                       options_.eval_chunk, precision_, dp_.get());
+// Measurements that need the weights before the update (the per-layer statistics' copy of every
+// weight) run with the training clock paused: they are not training.
+void Trainer::measure_before_update(int64_t step) {
+  const bool layers = layer_stats_due(step);
+  if (!layers && !options_.before_update_probe) return;
+  timer_->pause();
+  if (layers) layer_stats_->before_update();
+  if (options_.before_update_probe) options_.before_update_probe(step);
+  timer_->resume();
+}
 
-  EvalRecord r;
-  r.step = updates_done;
-  r.epoch = static_cast<double>(updates_done) / static_cast<double>(batch_.steps_per_epoch);
-  r.samples = updates_done * batch_.global;
+double Trainer::stop_clock() {
+  const double step_s = timer_->stop();
+  state_.train_s += step_s;
+  return step_s;
+}
+
+// Per-layer rows and the noise scale, after the clock stopped.
+void Trainer::measure_after_update(int64_t step, const StepAgreement& agreed,
+                                   const Gradients& grads) {
+  if (layer_stats_due(step)) {
+    reporter_.layer_stats(layer_stats_->after_update(step, optimizer_->last_trust_ratios()));
+  }
+  if (!noise_) return;
+  const double big = agreed.grad_norm * agreed.grad_norm;
+  // Data parallel: b_small = one rank's share of the batch, b_big = the whole global batch.
+  const auto e =
+      dp_ ? noise_->update({agreed.local_sq_norm}, batch_.micro * batch_.accum, big, batch_.global)
+          : noise_->update(grads.micro_sq, batch_.micro, big, batch_.micro * batch_.accum);
+  if (step % train_.log_every == 0) {
+    reporter_.noise_scale({step, e.b_small, e.b_big, e.g2, e.trace_sigma, e.b_simple});
+  }
+}
+
+void Trainer::record_step(int64_t step, double lr, const StepAgreement& agreed, double step_s,
+                          bool always) {
+  if (!always && step % train_.log_every != 0) return;
+  StepRecord r;
+  r.step = step;
+  r.epoch = static_cast<double>(step + 1) / static_cast<double>(batch_.steps_per_epoch);
+  r.samples = (step + 1) * batch_.global;
   r.wall_s = state_.train_s;
-  r.train_loss = train_m.loss;
-  r.train_acc = train_m.accuracy;
-  r.test_loss = test_m.loss;
-  r.test_acc = test_m.accuracy;
-  r.gap_loss = r.test_loss - r.train_loss;
-  r.gap_acc = r.train_acc - r.test_acc;
-  r.eval_s = seconds_since(t0);
-  reporter_.eval(r);
+  r.lr = lr;
+  r.train_loss = agreed.loss;
+  r.grad_norm = agreed.grad_norm;
+  r.samples_per_s = step_s > 0 ? static_cast<double>(batch_.global) / step_s : 0.0;
+  reporter_.step(r);
+}
 
-  for (size_t i = 0; i < options_.train.targets.size(); ++i) {
-    const auto& target = options_.train.targets[i];
-    if (state_.targets_reached[i] || !target_met(target, r)) continue;
-    state_.targets_reached[i] = true;
-    MilestoneRecord m;
-    m.metric = target.metric;
-    m.target = target.value;
-    m.step = updates_done;
-    m.epoch = r.epoch;
-    m.samples = r.samples;
-    m.wall_s = state_.train_s;
-    m.total_s = state_.train_s + state_.eval_s + state_.checkpoint_s;  // survives restarts
-    reporter_.milestone(m);
-  }
-  if (options_.train.stop_at_target && !state_.targets_reached.empty()) {
-    stop_for_target_ = std::all_of(state_.targets_reached.begin(), state_.targets_reached.end(),
-                                   [](bool b) { return b; });
-  }
-  state_.eval_s += r.eval_s;
-  state_.last_eval_step = updates_done;
+// The diverged step's row is always recorded: it is the evidence.
+std::optional<Trainer::StepAgreement> Trainer::end_diverged(int64_t step, double lr,
+                                                            const StepAgreement& agreed,
+                                                            const std::string& why) {
+  record_step(step, lr, agreed, stop_clock(), /*always=*/true);
+  outcome_.status = RunStatus::diverged;
+  outcome_.error = why;
+  return std::nullopt;
 }
 
 std::string Trainer::first_nonfinite_parameter() const {
@@ -287,7 +290,7 @@ void Trainer::save_checkpoint(int64_t updates_done) {
   const auto t0 = Clock::now();
   if (dp_) average_buffers(task_.model(), *dp_);
   state_.step = updates_done;
-  if (options_.rank == 0) {
+  if (rank_ == 0) {
     // Rows up to here must be stored before the checkpoint that lets a resume skip them exists.
     reporter_.flush();
     if (noise_) {
@@ -298,7 +301,7 @@ void Trainer::save_checkpoint(int64_t updates_done) {
     }
     options_.checkpoints->save({options_.run_id, state_}, task_.model(), optimizer_->optimizer());
   } else {
-    options_.checkpoints->save_rank_state(options_.run_id, updates_done, options_.rank);
+    options_.checkpoints->save_rank_state(options_.run_id, updates_done, rank_);
   }
   state_.checkpoint_s += seconds_since(t0);
   last_checkpoint_ = Clock::now();
@@ -309,19 +312,18 @@ int64_t Trainer::resume() {
   std::vector<std::string> warnings;
   auto loaded = options_.checkpoints->load_latest(options_.run_id, task_.model(),
                                                   optimizer_->optimizer(), warnings);
-  if (loaded && options_.rank > 0 &&
-      !options_.checkpoints->load_rank_state(options_.run_id, loaded->state.step, options_.rank,
+  if (loaded && rank_ > 0 &&
+      !options_.checkpoints->load_rank_state(options_.run_id, loaded->state.step, rank_,
                                              warnings)) {
     // Not rank 0's stream (just loaded with the checkpoint): one of this rank's own.
-    torch::manual_seed(mix_seed(
-        mix_seed(static_cast<uint64_t>(options_.train.seed), static_cast<uint64_t>(options_.rank)),
-        static_cast<uint64_t>(loaded->state.step)));
+    torch::manual_seed(
+        mix_seed(mix_seed(static_cast<uint64_t>(train_.seed), static_cast<uint64_t>(rank_)),
+                 static_cast<uint64_t>(loaded->state.step)));
   }
   for (const auto& w : warnings) reporter_.note(w);
   if (!loaded) return 0;
   state_ = loaded->state;
-  agreed_train_s_ = state_.train_s;
-  state_.targets_reached.resize(options_.train.targets.size(), false);
+  state_.targets_reached.resize(train_.targets.size(), false);
   if (noise_) noise_->restore({state_.noise_g2, state_.noise_trace, state_.noise_updates});
   reporter_.note(fmt::format("resumed from step {} ({} of training)", state_.step, state_.train_s));
   return state_.step;
@@ -335,12 +337,38 @@ void Trainer::synchronize_start() {
   check_same_step(*dp_, state_.step, options_.checkpoints ? options_.checkpoints->dir() : "");
 }
 
+void Trainer::end_preempted(int64_t updates_done) {
+  save_checkpoint(updates_done);
+  outcome_.status = RunStatus::preempted;
+  outcome_.error = fmt::format("stopped by a signal after {} steps{}", updates_done,
+                               options_.checkpoints ? "; checkpoint written" : "");
+}
+
+// A final evaluation unless the last step was just evaluated; a diverged or interrupted run is not
+// evaluated (an interrupted one resumes and evaluates on its own schedule). A finished or stopped
+// run keeps its final weights in a checkpoint when checkpoints are on (and resuming it does
+// nothing).
+void Trainer::finish(int64_t updates_done) {
+  const bool done = outcome_.status == RunStatus::done;
+  if (done && state_.last_eval_step != updates_done && updates_done > 0) {
+    evaluate_and_report(updates_done, /*last=*/true);
+  }
+  const bool result = done || outcome_.status == RunStatus::stopped;
+  if (result && (train_.checkpoint_every > 0 || checkpoint_every_s_ > 0)) {
+    save_checkpoint(updates_done);
+  }
+  outcome_.last_step = updates_done;
+  outcome_.train_s = state_.train_s;
+  reporter_.run_finished(outcome_);
+  reporter_.flush();
+}
+
 RunOutcome Trainer::run() {
   started_ = Clock::now();
   last_checkpoint_ = started_;
   synchronize_start();
   reporter_.run_started(geometry_);
-  if (options_.train.noise_scale && !noise_) {
+  if (train_.noise_scale && !noise_) {
     reporter_.note(
         fmt::format("gradient noise scale not measured: it needs accumulation >= 2 "
                     "micro-batches per step, this run has {}",
@@ -348,46 +376,28 @@ RunOutcome Trainer::run() {
   }
   task_.model().train();
 
-  const int64_t total = schedule_->total_steps();  // 0 under a budget
   int64_t step = state_.step;
   // Tasks with loader threads start building the batches step_once will ask for.
   task_.plan_batches(
-      {options_.data_seed, batch_, options_.rank, geometry_.train_size, step, total});
-  int64_t last_eval = state_.last_eval_step;
-  const int64_t every = options_.train.checkpoint_every;
-  while (schedule_->budgeted() ? !budget_spent() : step < total) {
-    if (stop_requested()) {
-      save_checkpoint(step);
-      outcome_.status = RunStatus::preempted;
-      outcome_.error = fmt::format("stopped by a signal after {} steps{}", step,
-                                   options_.checkpoints ? "; checkpoint written" : "");
+      {data_seed_, batch_, rank_, geometry_.train_size, step, schedule_->total_steps()});
+  StepAgreement last;  // the previous step's agreement (none yet: the clock as resumed)
+  last.train_s = state_.train_s;
+  while (!schedule_->finished(step, schedule_clock(last))) {
+    if (stop_requested(last)) {
+      end_preempted(step);
       break;
     }
-    if (!step_once(step)) break;
+    const auto agreed = step_once(step, schedule_clock(last));
+    if (!agreed) break;  // diverged
+    last = *agreed;
     ++step;
-    if (step % eval_every_steps_ == 0) {
-      evaluate_and_report(step);
-      last_eval = step;
-      if (stop_for_target_) break;
+    if (evals_->due(step) &&
+        evaluate_and_report(step, schedule_->finished(step, schedule_clock(last)))) {
+      break;  // a stop request, or every target reached
     }
-    const bool by_steps = every > 0 && step % every == 0;
-    const bool by_time = dp_ ? agreed_checkpoint_
-                             : options_.checkpoint_every_s > 0 &&
-                                   seconds_since(last_checkpoint_) >= options_.checkpoint_every_s;
-    if (by_steps || by_time) save_checkpoint(step);
+    if (checkpoint_due(step, last)) save_checkpoint(step);
   }
-  // A final evaluation unless the last step was just evaluated; a diverged or interrupted run is
-  // not evaluated (an interrupted one resumes and evaluates on its own schedule).
-  if (outcome_.status == RunStatus::done && last_eval != step && step > 0) {
-    evaluate_and_report(step);
-  }
-  if (outcome_.status == RunStatus::done && (every > 0 || options_.checkpoint_every_s > 0)) {
-    save_checkpoint(step);  // the final weights, and a finished run that resumes does nothing
-  }
-  outcome_.last_step = step;
-  outcome_.train_s = state_.train_s;
-  reporter_.run_finished(outcome_);
-  reporter_.flush();
+  finish(step);
   return outcome_;
 }
 

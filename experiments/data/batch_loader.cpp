@@ -14,7 +14,7 @@ namespace {
 // Unreadable images printed one by one before the rest are only counted.
 constexpr size_t kPrintedSkips = 20;
 
-int split_key(Split split) { return split == Split::train ? 0 : 1; }
+int split_key(Split split) { return static_cast<int>(split); }
 
 bool same_request(Split a_split, const std::vector<int64_t>& a_indices,
                   const std::optional<uint64_t>& a_seed, Split b_split,
@@ -202,8 +202,7 @@ void BatchLoader::build_sample(Worker& worker, Job& job, int64_t position) {
     }
   }
   throw DataError(fmt::format("every one of the {} images of the {} split is unreadable ({})", n,
-                              job.split == Split::train ? "training" : "test",
-                              source_->description()));
+                              train::split_name(job.split), source_->description()));
 }
 
 ImageBatch BatchLoader::wait(const std::shared_ptr<Job>& job) {
@@ -265,8 +264,9 @@ void BatchLoader::top_up() {
   }
 }
 
-void BatchLoader::read_ahead_test(const torch::Tensor& indices) {
-  // evaluate_split walks the test split in consecutive chunks: queue the chunk after this one.
+void BatchLoader::read_ahead_eval(Split split, const torch::Tensor& indices) {
+  // Evaluation walks the test and validation splits in consecutive chunks: queue the chunk after
+  // this one.
   const int64_t n = indices.size(0);
   if (n == 0) return;
   const int64_t* p = indices.data_ptr<int64_t>();
@@ -274,10 +274,10 @@ void BatchLoader::read_ahead_test(const torch::Tensor& indices) {
     if (p[i] != p[0] + i) return;
   }
   const int64_t begin = p[0] + n;
-  const int64_t end = std::min(begin + n, source_->size(Split::test));
+  const int64_t end = std::min(begin + n, source_->size(split));
   if (begin >= end) return;
-  test_ahead_ = make_job(Split::test, torch::arange(begin, end, torch::kInt64), std::nullopt);
-  enqueue(test_ahead_, /*urgent=*/false);
+  eval_ahead_ = make_job(split, torch::arange(begin, end, torch::kInt64), std::nullopt);
+  enqueue(eval_ahead_, /*urgent=*/false);
 }
 
 ImageBatch BatchLoader::load(Split split, const torch::Tensor& indices,
@@ -294,21 +294,21 @@ ImageBatch BatchLoader::load(Split split, const torch::Tensor& indices,
   if (split == Split::train && seed) {
     job = take_planned(split, idx, seed);
     job ? ++hits_ : ++misses_;
-  } else if (split == Split::test && test_ahead_) {
-    if (same_request(test_ahead_->split, test_ahead_->indices, test_ahead_->seed, split, idx,
+  } else if (split != Split::train && eval_ahead_) {
+    if (same_request(eval_ahead_->split, eval_ahead_->indices, eval_ahead_->seed, split, idx,
                      seed)) {
-      job = test_ahead_;
+      job = eval_ahead_;
     } else {
-      test_ahead_->cancelled = true;
+      eval_ahead_->cancelled = true;
     }
-    test_ahead_.reset();
+    eval_ahead_.reset();
   }
   if (!job) {
     job = make_job(split, idx, seed);
     enqueue(job, /*urgent=*/true);
   }
   if (split == Split::train && seed) top_up();
-  if (split == Split::test && !seed) read_ahead_test(idx);
+  if (split != Split::train && !seed) read_ahead_eval(split, idx);
   return wait(job);
 }
 

@@ -8,8 +8,9 @@
 // Prefetch: plan() receives the order the trainer will read the training split in (a BatchPlan:
 // data seed, batch geometry, first step); the loader keeps the next `prefetch` micro-batches of
 // that order queued. load() hands out a prefetched batch only when its indices and seed equal the
-// request, so prefetching never changes what a step sees. The test split is also read ahead by one
-// chunk when evaluation walks it in consecutive chunks (evaluate_split's pattern).
+// request, so prefetching never changes what a step sees. The test and validation splits are also
+// read ahead by one chunk when evaluation walks them in consecutive chunks (evaluate_split's
+// pattern).
 //
 // Determinism: a sample depends only on (split, index, augment seed, position in the batch), never
 // on the thread that builds it or the number of workers.
@@ -86,7 +87,7 @@ class BatchLoader {
   std::shared_ptr<Job> take_planned(Split split, const torch::Tensor& indices,
                                     std::optional<uint64_t> seed);
   void top_up();
-  void read_ahead_test(const torch::Tensor& indices);
+  void read_ahead_eval(Split split, const torch::Tensor& indices);
   void worker_loop(Worker& worker);
   void build_sample(Worker& worker, Job& job, int64_t position);
   void finish_item(Job& job);
@@ -114,7 +115,7 @@ class BatchLoader {
   int64_t permutation_epoch_ = -1;
   torch::Tensor permutation_;
   std::deque<std::shared_ptr<Job>> planned_;
-  std::shared_ptr<Job> test_ahead_;
+  std::shared_ptr<Job> eval_ahead_;
   int64_t hits_ = 0;
   int64_t misses_ = 0;
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 #include "experiments/data/cifar10.h"
 #include "experiments/data/fashion_mnist.h"
@@ -21,10 +22,9 @@ constexpr int64_t kSyntheticTestSize = 1024;
 // order (data.seed), never the data itself.
 constexpr int64_t kSyntheticSeed = 0;
 
+// The schema requires >= 0 (core/config); a negative size here skipped validation.
 void check_size(const std::string& key, int64_t value) {
-  if (value < 0) {
-    throw InputError(fmt::format("{} = {}: must be >= 0 (0 = the whole split)", key, value));
-  }
+  config::expect(value >= 0, "load_image_dataset", fmt::format("{} = {} must be >= 0", key, value));
 }
 
 // Keeps the first `limit` samples of a split (0 = all). Cloned so that the full split's memory is
@@ -49,9 +49,11 @@ ImageDataset load_image_dataset(const config::DataConfig& data) {
   check_size("data.test_size", data.test_size);
 
   if (data.dataset == "synthetic") {
-    return make_synthetic_images(data.train_size > 0 ? data.train_size : kSyntheticTrainSize,
-                                 data.test_size > 0 ? data.test_size : kSyntheticTestSize,
-                                 kSyntheticSeed);
+    ImageDataset ds = make_synthetic_images(
+        data.train_size > 0 ? data.train_size : kSyntheticTrainSize,
+        data.test_size > 0 ? data.test_size : kSyntheticTestSize, kSyntheticSeed);
+    ds.val_size = data.val_size;
+    return ds;
   }
   if (data.dataset == "fashion_mnist" || data.dataset == "cifar10") {
     ImageDataset ds =
@@ -59,6 +61,7 @@ ImageDataset load_image_dataset(const config::DataConfig& data) {
     limit_split(ds.train_images, ds.train_labels, data.train_size, "data.train_size", "training",
                 ds.name);
     limit_split(ds.test_images, ds.test_labels, data.test_size, "data.test_size", "test", ds.name);
+    ds.val_size = data.val_size;
     return ds;
   }
   throw InputError(fmt::format("data.dataset = \"{}\": unknown image dataset; valid: {}",

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/data_config.h"
 
 namespace batchlab::data {
 
@@ -22,8 +22,12 @@ struct ImageDataset {
   std::vector<std::string> class_names;  // num_classes entries
   std::string name;                      // "fashion_mnist", "cifar10", "synthetic" (data.dataset)
   std::string source;  // where it was read from: a directory, or the generator's seed
+  // Examples of the training split a task holds out for validation (data.val_size; which ones:
+  // core/train/validation_split.h). The images stay in train_images.
+  int64_t val_size = 0;
   // Per-channel mean and standard deviation of pixel/255 over the whole training split, before any
-  // data.train_size limit (so a smaller train_size does not change the normalization). C entries.
+  // data.train_size limit and with the validation examples (so neither changes the
+  // normalization). C entries.
   std::vector<double> mean;
   std::vector<double> stddev;
 
@@ -43,8 +47,9 @@ std::vector<std::string> image_dataset_names();
 //   sees
 //                  the same images, like a real dataset; data.path is ignored.
 // data.train_size / data.test_size keep the first N samples of each split (0 = all; synthetic
-// generates 4096 / 1024 by default). Throws InputError for an unknown dataset (listing the valid
-// names) or a size that is negative or larger than the split; DataError for unreadable files.
+// generates 4096 / 1024 by default). data.val_size is recorded for the task (see val_size). Throws
+// InputError for an unknown dataset (listing the valid names) or a size that is negative or larger
+// than the split; DataError for unreadable files.
 ImageDataset load_image_dataset(const config::DataConfig& data);
 
 // Per-channel mean and standard deviation of pixel/255 over uint8 images [N, C, H, W]; computed in

@@ -44,7 +44,10 @@ class FolderImageSource : public ImageSource {
   const ImageFolderIndex& index() const { return index_; }
 
  private:
+  // ROOT/val is the test split; Split::val (held out of train/) is hold_out_validation's.
   const ImageFolderSplit& split_of(Split split) const {
+    static const ImageFolderSplit kNone;
+    if (split == Split::val) return kNone;
     return split == Split::train ? index_.train : index_.val;
   }
   ImageFolderIndex index_;

@@ -4,69 +4,115 @@
 
 #include <cmath>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
+#include "core/train/validation_split.h"
 #include "experiments/data/image_folder.h"
 #include "experiments/data/packed_source.h"
 
 namespace batchlab::data {
 namespace {
 
-// A view of another source keeping an evenly spread subset of each split.
-class SubsetSource : public ImageSource {
+// A view of another source whose samples are samples of the inner one: (split, index) here is
+// inner_sample(split, index) there. The views below only say how to map and how many there are.
+class RemappedSource : public ImageSource {
  public:
-  SubsetSource(std::shared_ptr<const ImageSource> inner, std::vector<int64_t> train,
-               std::vector<int64_t> test)
-      : inner_(std::move(inner)), train_(std::move(train)), test_(std::move(test)) {}
+  explicit RemappedSource(std::shared_ptr<const ImageSource> inner) : inner_(std::move(inner)) {}
 
-  int64_t size(Split split) const override { return static_cast<int64_t>(map(split).size()); }
   int64_t label(Split split, int64_t index) const override {
-    return inner_->label(split, to_inner(split, index));
+    const auto [s, i] = inner_sample(split, index);
+    return inner_->label(s, i);
   }
   std::string location(Split split, int64_t index) const override {
-    return inner_->location(split, to_inner(split, index));
+    const auto [s, i] = inner_sample(split, index);
+    return inner_->location(s, i);
   }
   const std::vector<std::string>& class_names() const override { return inner_->class_names(); }
-  std::string description() const override {
-    return fmt::format("{}, limited to {} training and {} test images", inner_->description(),
-                       train_.size(), test_.size());
-  }
   std::unique_ptr<ImageReader> make_reader() const override {
     return std::make_unique<Reader>(*this, inner_->make_reader());
   }
 
+ protected:
+  virtual std::pair<Split, int64_t> inner_sample(Split split, int64_t index) const = 0;
+  const ImageSource& inner() const { return *inner_; }
+
  private:
   class Reader : public ImageReader {
    public:
-    Reader(const SubsetSource& owner, std::unique_ptr<ImageReader> inner)
+    Reader(const RemappedSource& owner, std::unique_ptr<ImageReader> inner)
         : owner_(owner), inner_(std::move(inner)) {}
     JpegHeader open(Split split, int64_t index) override {
-      return inner_->open(split, owner_.to_inner(split, index));
+      const auto [s, i] = owner_.inner_sample(split, index);
+      return inner_->open(s, i);
     }
     ImageView pixels(const CropBox& box, int64_t out_w, int64_t out_h) override {
       return inner_->pixels(box, out_w, out_h);
     }
 
    private:
-    const SubsetSource& owner_;
+    const RemappedSource& owner_;
     std::unique_ptr<ImageReader> inner_;
   };
 
+  std::shared_ptr<const ImageSource> inner_;
+};
+
+// An evenly spread subset of each split (data.train_size / data.test_size).
+class SubsetSource : public RemappedSource {
+ public:
+  SubsetSource(std::shared_ptr<const ImageSource> inner, std::vector<int64_t> train,
+               std::vector<int64_t> test)
+      : RemappedSource(std::move(inner)), train_(std::move(train)), test_(std::move(test)) {}
+
+  int64_t size(Split split) const override {
+    return split == Split::val ? 0 : static_cast<int64_t>(map(split).size());
+  }
+  std::string description() const override {
+    return fmt::format("{}, limited to {} training and {} test images", inner().description(),
+                       train_.size(), test_.size());
+  }
+
+ private:
   const std::vector<int64_t>& map(Split split) const {
     return split == Split::train ? train_ : test_;
   }
-  int64_t to_inner(Split split, int64_t index) const {
-    return map(split).at(static_cast<size_t>(index));
+  std::pair<Split, int64_t> inner_sample(Split split, int64_t index) const override {
+    if (split == Split::val)
+      throw Error(fmt::format("validation image {} of a source holding none", index));
+    return {split, map(split).at(static_cast<size_t>(index))};
   }
 
-  std::shared_ptr<const ImageSource> inner_;
   std::vector<int64_t> train_;
   std::vector<int64_t> test_;
 };
 
+// The training split with data.val_size images held out as Split::val (the mapping:
+// core/train/validation_split.h).
+class ValidationSource : public RemappedSource {
+ public:
+  ValidationSource(std::shared_ptr<const ImageSource> inner, int64_t val_size)
+      : RemappedSource(inner), split_(inner->size(Split::train), val_size, inner->description()) {}
+
+  int64_t size(Split split) const override {
+    return split == Split::test ? inner().size(Split::test) : split_.size(split);
+  }
+  std::string description() const override {
+    return fmt::format("{}, {} training images held out for validation", inner().description(),
+                       split_.size(Split::val));
+  }
+
+ private:
+  std::pair<Split, int64_t> inner_sample(Split split, int64_t index) const override {
+    return {train::ValidationSplit::stored_split(split), split_.to_stored(split, index)};
+  }
+
+  train::ValidationSplit split_;
+};
+
 std::vector<int64_t> spread_subset(int64_t n, int64_t count, const std::string& key,
                                    const std::string& split) {
-  if (count < 0)
-    throw InputError(fmt::format("{} = {}: must be >= 0 (0 = the whole split)", key, count));
+  // The schema requires >= 0 (core/config); a negative count here skipped validation.
+  config::expect(count >= 0, "spread_subset", fmt::format("{} = {} must be >= 0", key, count));
   if (count > n) {
     throw InputError(
         fmt::format("{} = {}: larger than the {} {} images (0 = all)", key, count, n, split));
@@ -108,6 +154,12 @@ std::shared_ptr<const ImageSource> limit_image_source(std::shared_ptr<const Imag
   return std::make_shared<SubsetSource>(std::move(source), std::move(train), std::move(test));
 }
 
+std::shared_ptr<const ImageSource> hold_out_validation(std::shared_ptr<const ImageSource> source,
+                                                       int64_t val_size) {
+  if (val_size == 0) return source;
+  return std::make_shared<ValidationSource>(std::move(source), val_size);
+}
+
 std::shared_ptr<const ImageSource> open_image_source(const config::DataConfig& data) {
   if (data.path.empty()) {
     throw InputError(fmt::format(
@@ -121,7 +173,8 @@ std::shared_ptr<const ImageSource> open_image_source(const config::DataConfig& d
   } else {
     source = std::make_shared<FolderImageSource>(scan_image_folder(data.path));
   }
-  return limit_image_source(std::move(source), data.train_size, data.test_size);
+  return hold_out_validation(limit_image_source(std::move(source), data.train_size, data.test_size),
+                             data.val_size);
 }
 
 }  // namespace batchlab::data

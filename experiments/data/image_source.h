@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/data_config.h"
 #include "core/train/task.h"
 #include "experiments/data/image_resample.h"
 #include "experiments/data/jpeg_codec.h"
@@ -31,6 +31,8 @@ class ImageReader {
   virtual ImageView pixels(const CropBox& box, int64_t out_w, int64_t out_h) = 0;
 };
 
+// A source read from disk holds a training and a test split (size(Split::val) = 0); the view
+// hold_out_validation returns adds Split::val.
 class ImageSource {
  public:
   virtual ~ImageSource() = default;
@@ -55,8 +57,15 @@ void load_sample(ImageReader& reader, Split split, int64_t index, const Transfor
 std::shared_ptr<const ImageSource> limit_image_source(std::shared_ptr<const ImageSource> source,
                                                       int64_t train_size, int64_t test_size);
 
+// A view of `source` whose training split keeps all but `val_size` of its images, the others
+// forming Split::val (core/train/validation_split.h; `source` itself when val_size = 0). Throws
+// InputError naming data.val_size and the source unless 0 <= val_size < its training images.
+std::shared_ptr<const ImageSource> hold_out_validation(std::shared_ptr<const ImageSource> source,
+                                                       int64_t val_size);
+
 // The source data.path names: packed shards when it holds a pack index, an image folder
-// (train/<class>/*.JPEG, val/<class>/*.JPEG) otherwise; limited to data.train_size/test_size.
+// (train/<class>/*.JPEG, val/<class>/*.JPEG) otherwise; limited to data.train_size/test_size, then
+// data.val_size of the remaining training images held out for validation.
 // `skip_corrupt` lets a pack with a truncated shard open (its samples are then skipped when read).
 std::shared_ptr<const ImageSource> open_image_source(const config::DataConfig& data);
 

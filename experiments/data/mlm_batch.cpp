@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/config/preconditions.h"
 #include "core/errors.h"
 #include "core/train/data_order.h"
 #include "experiments/data/tokenizer.h"
@@ -22,12 +23,9 @@ constexpr uint64_t kMaskingStream = ~uint64_t{0};
 MlmBatchBuilder::MlmBatchBuilder(TokenStream stream, MlmBatchOptions options)
     : stream_(std::move(stream)), options_(options) {
   base_content_ = content_length(options_.seq_len);
-  if (base_content_ < (options_.sentence_pair ? 2 : 1)) {
-    throw InputError(
-        fmt::format("data.seq_len = {}: too short for [CLS]/[SEP] and any text "
-                    "(at least {})",
-                    options_.seq_len, options_.sentence_pair ? 5 : 3));
-  }
+  // The schema's data.seq_len rule guarantees room for [CLS]/[SEP] and text (core/config).
+  config::expect(base_content_ >= (options_.sentence_pair ? 2 : 1), "MlmBatchBuilder",
+                 fmt::format("data.seq_len = {} leaves no room for text", options_.seq_len));
   examples_ = stream_.size() / base_content_;
   if (options_.limit > 0) examples_ = std::min(examples_, options_.limit);
   if (examples_ == 0) {
@@ -43,11 +41,16 @@ int64_t MlmBatchBuilder::content_length(int64_t seq_len) const {
 }
 
 void MlmBatchBuilder::check_length(int64_t seq_len) const {
-  if (seq_len < options_.seq_len || content_length(seq_len) > stream_.size()) {
+  // The schema requires data.seq_len_phase2 >= data.seq_len (core/config); the split size is
+  // only known here.
+  config::expect(seq_len >= options_.seq_len, "MlmBatchBuilder",
+                 fmt::format("data.seq_len_phase2 = {} is shorter than data.seq_len = {}", seq_len,
+                             options_.seq_len));
+  if (content_length(seq_len) > stream_.size()) {
     throw InputError(
-        fmt::format("data.seq_len_phase2 = {}: must be at least data.seq_len = {} and "
-                    "fit in the text split ({} tokens)",
-                    seq_len, options_.seq_len, stream_.size()));
+        fmt::format("data.seq_len_phase2 = {}: does not fit in the text split ({} "
+                    "tokens); use a larger corpus or a shorter length",
+                    seq_len, stream_.size()));
   }
 }
 

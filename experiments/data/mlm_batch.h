@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/data_config.h"
 #include "experiments/data/mlm_masking.h"
 #include "experiments/data/mlm_token_stream.h"
 

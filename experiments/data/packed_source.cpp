@@ -104,12 +104,19 @@ void PackedImageSource::unmap_all() {
   }
 }
 
+const std::vector<PackedSample>& PackedImageSource::samples(Split split) const {
+  // The pack's "val" is the test split; Split::val (held out of training) is hold_out_validation's.
+  static const std::vector<PackedSample> kNone;
+  if (split == Split::val) return kNone;
+  return split == Split::train ? index_.train : index_.val;
+}
+
 int64_t PackedImageSource::size(Split split) const {
-  return static_cast<int64_t>(split == Split::train ? index_.train.size() : index_.val.size());
+  return static_cast<int64_t>(samples(split).size());
 }
 
 const PackedSample& PackedImageSource::sample(Split split, int64_t index) const {
-  return (split == Split::train ? index_.train : index_.val).at(static_cast<size_t>(index));
+  return samples(split).at(static_cast<size_t>(index));
 }
 
 int64_t PackedImageSource::label(Split split, int64_t index) const {

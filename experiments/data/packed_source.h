@@ -53,6 +53,7 @@ class PackedImageSource : public ImageSource {
     std::once_flag verified;
     std::string checksum_problem;  // written once, inside `verified`
   };
+  const std::vector<PackedSample>& samples(Split split) const;
   void verify(Shard& shard, const PackedShard& entry) const;
   void unmap_all();
 

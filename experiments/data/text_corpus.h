@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment_config.h"
+#include "core/config/data_config.h"
 #include "experiments/data/token_shards.h"
 #include "experiments/data/tokenizer.h"
 

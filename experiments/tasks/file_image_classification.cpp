@@ -58,7 +58,9 @@ torch::Tensor normalize_uint8_images(const torch::Tensor& images, const torch::T
 train::Batch FileImageClassificationTask::make_batch(train::Split split,
                                                      const torch::Tensor& indices,
                                                      std::optional<uint64_t> augment_seed) {
-  const data::ImageBatch b = loader_->load(split, indices, augment_seed);
+  // Only training batches are augmented; validation and test batches take the eval transform.
+  const data::ImageBatch b =
+      loader_->load(split, indices, split == train::Split::train ? augment_seed : std::nullopt);
   // uint8 crosses to the device (a quarter of the float bytes; from pinned memory without blocking
   // on CUDA); the float conversion and normalization happen there.
   const bool async = device_.is_cuda();
@@ -85,9 +87,8 @@ void FileImageClassificationTask::plan_batches(const train::BatchPlan& plan) {
 }
 
 std::unique_ptr<train::Task> make_file_image_task(const config::ModelConfig& model,
-                                                  const config::DataConfig& data,
-                                                  const config::BatchConfig& batch,
-                                                  const config::TrainConfig& train) {
+                                                  const config::DataConfig& data, int64_t bn_group,
+                                                  torch::Device device) {
   auto source = data::open_image_source(data);
   data::TransformSpec spec;
   spec.image_size = data.image_size;
@@ -99,11 +100,10 @@ std::unique_ptr<train::Task> make_file_image_task(const config::ModelConfig& mod
   loader.skip_corrupt = data.skip_corrupt;
   loader.augment = data.augment;
   const auto classes = static_cast<int64_t>(source->class_names().size());
-  auto net = models::make_image_classifier(model, 3, data.image_size, data.image_size, classes,
-                                           batch.bn_group);
+  auto net =
+      models::make_image_classifier(model, 3, data.image_size, data.image_size, classes, bn_group);
   return std::make_unique<FileImageClassificationTask>(std::move(source), spec, loader,
-                                                       std::move(net), torch::Device(train.device),
-                                                       model.channels_last);
+                                                       std::move(net), device, model.channels_last);
 }
 
 }  // namespace batchlab::experiments

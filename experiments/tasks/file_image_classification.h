@@ -57,8 +57,7 @@ torch::Tensor normalize_uint8_images(const torch::Tensor& images, const torch::T
 // Builds the task data.dataset = "imagenet" asks for: the source data.path names, the loader from
 // data.workers / prefetch / skip_corrupt / augment, and model.arch for 3 x image_size inputs.
 std::unique_ptr<train::Task> make_file_image_task(const config::ModelConfig& model,
-                                                  const config::DataConfig& data,
-                                                  const config::BatchConfig& batch,
-                                                  const config::TrainConfig& train);
+                                                  const config::DataConfig& data, int64_t bn_group,
+                                                  torch::Device device);
 
 }  // namespace batchlab::experiments

@@ -12,6 +12,7 @@ ImageClassificationTask::ImageClassificationTask(data::ImageDataset dataset,
                                                  bool augment, torch::Device device,
                                                  bool channels_last)
     : dataset_(std::move(dataset)),
+      validation_(dataset_.train_labels.size(0), dataset_.val_size, dataset_.name),
       model_(std::move(model)),
       augment_(augment),
       device_(device),
@@ -28,8 +29,7 @@ ImageClassificationTask::ImageClassificationTask(data::ImageDataset dataset,
 }
 
 int64_t ImageClassificationTask::size(train::Split split) const {
-  return split == train::Split::train ? dataset_.train_labels.size(0)
-                                      : dataset_.test_labels.size(0);
+  return split == train::Split::test ? dataset_.test_labels.size(0) : validation_.size(split);
 }
 
 torch::Tensor random_crop_flip(const torch::Tensor& images, int64_t pad, uint64_t seed) {
@@ -50,13 +50,16 @@ torch::Tensor random_crop_flip(const torch::Tensor& images, int64_t pad, uint64_
 
 train::Batch ImageClassificationTask::make_batch(train::Split split, const torch::Tensor& indices,
                                                  std::optional<uint64_t> augment_seed) {
-  const bool is_train = split == train::Split::train;
-  const auto& images = is_train ? dataset_.train_images : dataset_.test_images;
-  const auto& labels = is_train ? dataset_.train_labels : dataset_.test_labels;
-  auto x = images.index_select(0, indices);  // uint8 [n, C, H, W]
-  if (augment_ && augment_seed && is_train) x = random_crop_flip(x, 2, *augment_seed);
+  const bool stored_in_train = train::ValidationSplit::stored_split(split) == train::Split::train;
+  const auto& images = stored_in_train ? dataset_.train_images : dataset_.test_images;
+  const auto& labels = stored_in_train ? dataset_.train_labels : dataset_.test_labels;
+  const torch::Tensor stored = validation_.to_stored(split, indices);  // int64 [n]
+  auto x = images.index_select(0, stored);                             // uint8 [n, C, H, W]
+  if (augment_ && augment_seed && split == train::Split::train) {
+    x = random_crop_flip(x, 2, *augment_seed);
+  }
 
-  auto y = labels.index_select(0, indices);
+  auto y = labels.index_select(0, stored);
   // To a GPU from page-locked memory, without waiting for the copy: the host goes on to queue the
   // forward pass (the caching host allocator keeps the buffers until their copies are done).
   const bool async = device_.is_cuda();

@@ -2,11 +2,14 @@
 // top-1 accuracy. Images stay uint8 in memory; a batch is gathered, optionally augmented (random
 // crop from a 2-pixel zero padding and horizontal flip, one vectorized gather for the whole batch),
 // converted to float and normalized with the training set's per-channel mean and std.
+// dataset.val_size examples of the training images form Split::val (core/train/validation_split.h)
+// and are never trained on; validation and test batches are never augmented.
 #pragma once
 
 #include <memory>
 
 #include "core/train/task.h"
+#include "core/train/validation_split.h"
 #include "experiments/data/image_dataset.h"
 #include "models/network.h"
 
@@ -16,6 +19,7 @@ class ImageClassificationTask : public train::Task {
  public:
   // On a CUDA device, `channels_last` (model.channels_last) puts the model's 4-d weights and the
   // input batches in NHWC, and batches travel from pinned host memory without blocking the host.
+  // Throws InputError when dataset.val_size does not leave training examples.
   ImageClassificationTask(data::ImageDataset dataset,
                           std::shared_ptr<models::ImageClassifier> model, bool augment,
                           torch::Device device, bool channels_last = false);
@@ -27,9 +31,11 @@ class ImageClassificationTask : public train::Task {
   train::BatchOutput forward(const train::Batch& batch) override;
 
   const data::ImageDataset& dataset() const { return dataset_; }
+  const train::ValidationSplit& validation_split() const { return validation_; }
 
  private:
   data::ImageDataset dataset_;
+  train::ValidationSplit validation_;
   std::shared_ptr<models::ImageClassifier> model_;
   bool augment_;
   torch::Device device_;

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/train/data_order.h"
+#include "core/train/validation_split.h"
 #include "models/registry.h"
 
 namespace batchlab::experiments {
@@ -50,32 +51,27 @@ MaskedLmTask::MaskedLmTask(data::TextCorpus corpus,
       data_(data),
       device_(device),
       current_seq_len_(data.seq_len) {
-  if (data.train_size < 0 || data.test_size < 0) {
-    throw InputError(fmt::format("data.train_size = {}, data.test_size = {}: must not be negative",
-                                 data.train_size, data.test_size));
-  }
   const int64_t vocab = corpus_.tokenizer->vocab_size();
   if (model_->vocab_size() != vocab) {
     throw InputError(fmt::format("the model has {} token ids but the tokenizer {} has {}",
                                  model_->vocab_size(), corpus_.tokenizer->path(), vocab));
   }
-  const int64_t longest = std::max(data.seq_len, data.seq_len_phase2);
-  if (longest > model_->max_seq_len()) {
-    throw InputError(fmt::format("data.{} = {}: longer than the model's model.max_seq_len = {}",
-                                 data.seq_len_phase2 > data.seq_len ? "seq_len_phase2" : "seq_len",
-                                 longest, model_->max_seq_len()));
-  }
   auto splits = data::split_stream(corpus_.shards);
   train_ = make_builder(splits.train, data, vocab, data.train_size, "training", "train_size");
   test_ = make_builder(splits.test, data, vocab, data.test_size, "held-out", "test_size");
   if (data.seq_len_phase2 > 0) train_->check_length(data.seq_len_phase2);
+  validation_ = std::make_unique<train::ValidationSplit>(
+      train_->size(), data.val_size,
+      fmt::format("the text corpus {} at data.seq_len = {}", corpus_.shards->dir(), data.seq_len));
   model_->to(device_);
 }
 
-int64_t MaskedLmTask::size(train::Split split) const { return builder(split).size(); }
+int64_t MaskedLmTask::size(train::Split split) const {
+  return split == train::Split::test ? test_->size() : validation_->size(split);
+}
 
 const data::MlmBatchBuilder& MaskedLmTask::builder(train::Split split) const {
-  return split == train::Split::train ? *train_ : *test_;
+  return train::ValidationSplit::stored_split(split) == train::Split::train ? *train_ : *test_;
 }
 
 void MaskedLmTask::set_progress(double progress) {
@@ -90,13 +86,15 @@ train::Batch MaskedLmTask::make_batch(train::Split split, const torch::Tensor& i
   // Training draws its masks from the step's seed at the scheduled length; evaluation (no seed)
   // from a fixed seed at the base length. Either is mixed with the batch's first example and
   // size: the trainer hands every rank the same seed for its j-th micro-batch, and ranks masking
-  // the same positions of different sequences would correlate their gradients.
-  const bool training = augment_seed.has_value();
+  // the same positions of different sequences would correlate their gradients. The seed is drawn
+  // from the split's own indices, so validation chunks are masked the same way at every evaluation.
+  const bool training = augment_seed.has_value() && split == train::Split::train;
   const uint64_t first = n > 0 ? static_cast<uint64_t>(p[0]) : 0;
   const uint64_t seed = train::mix_seed(
       train::mix_seed(training ? *augment_seed : kEvalMaskSeed, first), static_cast<uint64_t>(n));
   const int64_t seq_len = training ? current_seq_len_ : data_.seq_len;
-  auto b = builder(split).build(p, n, seq_len, seed);
+  const torch::Tensor stored = validation_->to_stored(split, idx);  // int64 [n]
+  auto b = builder(split).build(stored.data_ptr<int64_t>(), n, seq_len, seed);
 
   train::Batch batch;
   batch.inputs = b.input_ids.to(device_);
@@ -132,12 +130,8 @@ train::BatchOutput MaskedLmTask::forward(const train::Batch& batch) {
 
 std::unique_ptr<train::Task> make_masked_lm_task(const config::ModelConfig& model,
                                                  const config::DataConfig& data,
-                                                 const config::TrainConfig& train) {
-  if (model.next_sentence && !data.sentence_pair) {
-    throw InputError(
-        "model.next_sentence = true needs data.sentence_pair = true (the "
-        "next-sentence labels come from sentence pairs)");
-  }
+                                                 torch::Device device) {
+  // Sizes, sequence lengths and next_sentence with sentence_pair: validated in core/config.
   // An image architecture fails here, with the models table's message, before a tokenizer is
   // trained for nothing.
   const auto table = models::list_models();
@@ -157,8 +151,7 @@ std::unique_ptr<train::Task> make_masked_lm_task(const config::ModelConfig& mode
                     model.vocab_size, corpus.tokenizer->path(), vocab, vocab));
   }
   auto net = models::make_masked_lm(model, vocab);
-  return std::make_unique<MaskedLmTask>(std::move(corpus), std::move(net), data,
-                                        torch::Device(train.device));
+  return std::make_unique<MaskedLmTask>(std::move(corpus), std::move(net), data, device);
 }
 
 }  // namespace batchlab::experiments

@@ -12,6 +12,9 @@
 // data.seq_len_phase2 for the last data.phase2_fraction of training, switched by set_progress);
 // evaluation always uses data.seq_len and masks drawn from a fixed seed per evaluation chunk, so
 // the test series is comparable across the switch, across runs and across seeds.
+//
+// Validation (data.val_size): that many training sequences are held out as Split::val
+// (core/train/validation_split.h) and evaluated like the test split.
 #pragma once
 
 #include <memory>
@@ -19,6 +22,7 @@
 
 #include "core/config/experiment_config.h"
 #include "core/train/task.h"
+#include "core/train/validation_split.h"
 #include "experiments/data/mlm_batch.h"
 #include "experiments/data/text_corpus.h"
 #include "models/masked_lm.h"
@@ -33,7 +37,8 @@ inline constexpr size_t kMlmNspLabels = 2;
 class MaskedLmTask : public train::Task {
  public:
   // Splits the corpus (mlm_token_stream.h), honours data.train_size / data.test_size (first N
-  // sequences; larger than the split is an InputError) and checks the lengths against the model.
+  // sequences; larger than the split is an InputError), holds out data.val_size of the training
+  // sequences and checks the lengths against the model.
   MaskedLmTask(data::TextCorpus corpus, std::shared_ptr<models::MaskedLanguageModel> model,
                const config::DataConfig& data, torch::Device device);
 
@@ -43,7 +48,6 @@ class MaskedLmTask : public train::Task {
                           std::optional<uint64_t> augment_seed) override;
   train::BatchOutput forward(const train::Batch& batch) override;
   void set_progress(double progress) override;
-  std::string metric_name() const override { return "mlm_acc"; }
 
   int64_t current_seq_len() const { return current_seq_len_; }
   const data::TextCorpus& corpus() const { return corpus_; }
@@ -56,6 +60,7 @@ class MaskedLmTask : public train::Task {
   torch::Device device_;
   std::unique_ptr<data::MlmBatchBuilder> train_;
   std::unique_ptr<data::MlmBatchBuilder> test_;
+  std::unique_ptr<train::ValidationSplit> validation_;  // of train_'s sequences
   int64_t current_seq_len_;
 };
 
@@ -65,6 +70,6 @@ class MaskedLmTask : public train::Task {
 // model.next_sentence needs data.sentence_pair (InputError).
 std::unique_ptr<train::Task> make_masked_lm_task(const config::ModelConfig& model,
                                                  const config::DataConfig& data,
-                                                 const config::TrainConfig& train);
+                                                 torch::Device device);
 
 }  // namespace batchlab::experiments

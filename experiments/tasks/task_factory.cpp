@@ -9,21 +9,19 @@
 namespace batchlab::experiments {
 
 std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
-                                       const config::DataConfig& data,
-                                       const config::BatchConfig& batch,
-                                       const config::TrainConfig& train) {
+                                       const config::DataConfig& data, int64_t bn_group,
+                                       torch::Device device) {
   // Streamed from files (JPEG folder or packed shards); the other image datasets fit in memory.
-  if (data.dataset == "imagenet") return make_file_image_task(model, data, batch, train);
+  if (data.dataset == "imagenet") return make_file_image_task(model, data, bn_group, device);
   // BERT pretraining on packed token shards (experiments/tasks/masked_lm_task.h).
-  if (data.dataset == "text") return make_masked_lm_task(model, data, train);
+  if (data.dataset == "text") return make_masked_lm_task(model, data, device);
   auto dataset = data::load_image_dataset(data);
   const int64_t classes = model.num_classes > 0 ? model.num_classes : dataset.num_classes;
   auto net = models::make_image_classifier(model, dataset.train_images.size(1),
                                            dataset.train_images.size(2),
-                                           dataset.train_images.size(3), classes, batch.bn_group);
+                                           dataset.train_images.size(3), classes, bn_group);
   return std::make_unique<ImageClassificationTask>(std::move(dataset), std::move(net), data.augment,
-                                                   torch::Device(train.device),
-                                                   model.channels_last);
+                                                   device, model.channels_last);
 }
 
 std::vector<std::string> dataset_names() {

@@ -10,11 +10,12 @@
 
 namespace batchlab::experiments {
 
-// Loads the data, builds the model (after the caller seeded the RNG) and wires them into a task.
+// Loads the data, builds the model (after the caller seeded the RNG) with ghost batch norm over
+// groups of `bn_group` samples (batch.bn_group; 0 = the whole micro-batch), and wires them into a
+// task whose batches live on `device` (this rank's, train.device resolved).
 std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
-                                       const config::DataConfig& data,
-                                       const config::BatchConfig& batch,
-                                       const config::TrainConfig& train);
+                                       const config::DataConfig& data, int64_t bn_group,
+                                       torch::Device device);
 
 // Valid values of data.dataset, for config validation.
 std::vector<std::string> dataset_names();

@@ -1,8 +1,10 @@
 // A small database built by a real sweep (`batchlab sweep run`): 2 optimizers x 2 batch sizes x 2
-// base LRs x 2 seeds of a tiny synthetic experiment with layer statistics, the noise scale,
-// evaluations every half epoch and a test-accuracy target — about 10 s on 2 cores. Built once per
-// batchlab binary and shared (under a file lock) by every test process of the analysis suite, since
-// CTest runs each test in its own process.
+// base LRs x 2 seeds of a tiny synthetic experiment with a held-out validation split (the report
+// selects LRs on it), layer statistics, the noise scale, evaluations every half epoch and a
+// test-accuracy target (640 training examples, 128 of them held out; 4 epochs, so that every seed
+// of some LRs reaches it) — about 20 s on 2 idle cores. Built once per batchlab binary and shared
+// (under a file lock) by every test process of the analysis suite, since CTest runs each test in
+// its own process.
 #pragma once
 
 #include <fcntl.h>
@@ -23,6 +25,9 @@ namespace batchlab::analysis::testing {
 
 inline const char* kMiniSpecBody = R"(seeds = [0, 1]
 [set]
+"data.train_size" = 640
+"schedule.epochs" = 4
+"data.val_size" = 128
 "train.layer_stats_every" = 4
 "train.noise_scale" = true
 "train.eval_every" = 0.5

@@ -1,5 +1,7 @@
-// `batchlab plot` draws every figure from the mini sweep's database (mini_sweep.h) as an 800 x 500
-// PNG; bad figure names, databases without the needed rows and bad paths are exit 2.
+// Smoke tests of `batchlab plot`: every sweep figure is drawn from the mini sweep's database
+// (mini_sweep.h) as an 800 x 500 PNG of some content; what is drawn is not checked. Bad figure
+// names, databases without the needed rows and bad paths are exit 2. (The study figures are drawn
+// from a hand-built study database in study_plots_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <fstream>
 
 #include "tests/analysis/mini_sweep.h"
+#include "tests/analysis/png_size.h"
 #include "tests/cli/cli_runner.h"
 
 namespace batchlab::analysis {
@@ -18,23 +21,9 @@ using cli::testing::run_batchlab;
 using cli::testing::shell_quote;
 using cli::testing::TempDir;
 
-// Width and height from a PNG's IHDR chunk (bytes 16..23, big-endian); {0, 0} if not a PNG.
-std::array<uint32_t, 2> png_size(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::array<unsigned char, 24> head{};
-  in.read(reinterpret_cast<char*>(head.data()), head.size());
-  const std::array<unsigned char, 8> magic = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (!in || !std::equal(magic.begin(), magic.end(), head.begin())) return {0, 0};
-  auto be32 = [&](int at) {
-    return (uint32_t{head[at]} << 24) | (uint32_t{head[at + 1]} << 16) |
-           (uint32_t{head[at + 2]} << 8) | uint32_t{head[at + 3]};
-  };
-  return {be32(16), be32(20)};
-}
+class PlotSmoke : public ::testing::TestWithParam<const char*> {};
 
-class Plot : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(Plot, DrawsAnExpectedSizePng) {
+TEST_P(PlotSmoke, DrawsAPngOfTheExpectedSize) {
   const std::string db = testing::mini_sweep_db();
   TempDir dir("plot");
   const std::string out = (dir.path / (std::string(GetParam()) + ".png")).string();
@@ -43,12 +32,12 @@ TEST_P(Plot, DrawsAnExpectedSizePng) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(std::filesystem::exists(out));
   EXPECT_GT(std::filesystem::file_size(out), 5000u);  // a drawn figure, not an empty canvas
-  const auto size = png_size(out);
+  const auto size = testing::png_size(out);
   EXPECT_EQ(size[0], 800u);
   EXPECT_EQ(size[1], 500u);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryFigure, Plot,
+INSTANTIATE_TEST_SUITE_P(EverySweepFigure, PlotSmoke,
                          ::testing::Values("accuracy-vs-batch", "steps-to-target", "gap-vs-batch",
                                            "layer-ratios", "noise-scale", "lr-schedule"),
                          [](const ::testing::TestParamInfo<const char*>& param_info) {
@@ -57,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(EveryFigure, Plot,
                            return name;
                          });
 
-TEST(PlotInput, BadArgumentsAreExit2) {
+TEST(PlotInputSmoke, BadArgumentsAreExit2) {
   const std::string db = testing::mini_sweep_db();
   TempDir dir("plotbad");
   const std::string out = (dir.path / "x.png").string();
@@ -77,7 +66,7 @@ TEST(PlotInput, BadArgumentsAreExit2) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-TEST(PlotInput, FigureWithoutItsDataIsExit2) {
+TEST(PlotInputSmoke, FigureWithoutItsDataIsExit2) {
   // A database whose runs recorded no layer statistics cannot give the layer-ratio figure.
   TempDir dir("plotempty");
   const std::string db = (dir.path / "one.db").string();

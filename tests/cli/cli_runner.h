@@ -22,9 +22,11 @@ inline std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// `args` are already shell-quoted where needed.
-inline CommandResult run_batchlab(const std::string& args) {
-  const std::string cmd = std::string(BATCHLAB_BINARY) + " " + args + " 2>&1";
+// `args` are already shell-quoted where needed. With `merge_stderr` false, stderr is discarded and
+// `output` is stdout alone.
+inline CommandResult run_batchlab(const std::string& args, bool merge_stderr = true) {
+  const std::string cmd =
+      std::string(BATCHLAB_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;

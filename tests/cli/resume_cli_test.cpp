@@ -45,7 +45,7 @@ std::vector<torch::Tensor> checkpoint_weights(const std::string& cfg_path, const
   config::LoadOptions opts;
   opts.overrides = {"schedule.epochs=6"};
   auto cfg = config::load_experiment_file(cfg_path, opts);
-  auto task = experiments::make_task(cfg.model, cfg.data, cfg.batch, cfg.train);
+  auto task = experiments::make_task(cfg.model, cfg.data, cfg.batch.bn_group, torch::kCPU);
   auto opt = optim::make_optimizer(cfg.optim, task->named_parameters(), cfg.optim.base_lr);
   train::CheckpointStore store(dir);
   std::vector<std::string> warnings;

@@ -60,7 +60,7 @@ TEST(BatchedWriter, EveryRowSubmittedLandsAfterFlush) {
   for (int s = 1; s <= kSteps; ++s) {
     writer.submit(step_row("r1", s));
     if (s % 100 == 0) {
-      writer.submit(EvalRow{"r1", s, 0.0, 0, 0.0, 1.0, 0.5, 1.1, 0.45, {}, {}, 0.2});
+      writer.submit(EvalRow{"r1", s, 0.0, 0, 0.0, 1.0, 0.5, 1.1, 0.45, {}, {}, 0.2, {}, {}});
       writer.submit(NoiseRow{"r1", s, 256, 4096, 0.5, 10.0, 20.0});
       writer.submit(std::vector<LayerStatRow>{{"r1", s, "conv1", 9, 1.0, 0.1, 10.0, 1.0, 0.01},
                                               {"r1", s, "fc", 9, 1.0, 0.1, 10.0, 1.0, 0.01}});

@@ -127,6 +127,37 @@ TEST(Ingest, IsIdempotentAndFollowsAShorterRetry) {
   EXPECT_EQ(RawDb(sweep).value("SELECT status FROM runs"), "running");
 }
 
+// Schema v3: the validation metrics and a `stopped` status travel from the job to the sweep.
+TEST(Ingest, CarriesValidationMetricsAndStoppedStatus) {
+  TempDir dir;
+  const auto job = dir.file("records.db");
+  const auto sweep = dir.file("sweep.db");
+  {
+    Store store(job);
+    RunRow run;
+    run.run_id = "a";
+    run.status = "running";
+    store.upsert_run(run);
+    EvalRow eval;
+    eval.run_id = "a";
+    eval.step = 3;
+    eval.val_loss = 0.5;
+    eval.val_acc = 0.875;
+    store.write_evals({eval});
+    store.set_run_status("a", run_status::kStopped, std::string("pruned at step 3"));
+  }
+  Ingester ingester(sweep);
+  auto runs = ingester.ingest(job);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "stopped");
+  EXPECT_EQ(runs[0].error, "pruned at step 3");
+  Store store(sweep);
+  const auto evals = store.read_evals("a");
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_EQ(evals[0].val_loss, 0.5);
+  EXPECT_EQ(evals[0].val_acc, 0.875);
+}
+
 TEST(Ingest, AttemptsComeFromTheCoordinatorWhenGiven) {
   TempDir dir;
   const auto job = dir.file("records.db");

@@ -1,6 +1,6 @@
 // Schema tests: every table and column of DESIGN.md "Database (the contract)" exists, the version
-// is the latest, a version-1 file migrates in place with its rows intact, and a file from a newer
-// batchlab is refused.
+// is the latest, version-1 and version-2 files migrate in place with their rows intact, and a file
+// from a newer batchlab is refused.
 #include "results/schema.h"
 
 #include <gmock/gmock.h>
@@ -75,6 +75,27 @@ const std::map<std::string, std::vector<std::string>>& version2_additions() {
   return added;
 }
 
+// Version 3 (contract C3 of issue 13): validation metrics and the study tables.
+const std::map<std::string, std::vector<std::string>>& version3_additions() {
+  static const std::map<std::string, std::vector<std::string>> added = {
+      {"evals", {"val_loss", "val_acc"}},
+  };
+  return added;
+}
+
+const std::map<std::string, std::vector<std::string>>& study_tables() {
+  static const std::map<std::string, std::vector<std::string>> tables = {
+      {"study_cells",
+       {"cell_id", "sweep_id", "optimizer", "global_batch", "seed", "cell_toml", "target_metric",
+        "target_value", "lr_center", "lr_factor", "cap_steps", "warmup_steps", "status",
+        "best_run_id", "best_lr", "steps_to_target", "samples_to_target", "updated_at"}},
+      {"study_trials",
+       {"run_id", "cell_id", "base_lr", "lr_index", "outcome", "last_step", "steps_to_target",
+        "samples_trained", "cap_samples", "reason", "decided_at"}},
+  };
+  return tables;
+}
+
 TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
   TempDir dir;
   const std::string path = dir.file("new.db");
@@ -82,14 +103,19 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
   RawDb db(path);
   for (const auto& [table, contract] : contract_tables()) {
     std::vector<std::string> expected = contract;
-    auto added = version2_additions().find(table);
-    if (added != version2_additions().end()) {
-      expected.insert(expected.end(), added->second.begin(), added->second.end());
+    for (const auto* additions : {&version2_additions(), &version3_additions()}) {
+      auto added = additions->find(table);
+      if (added != additions->end()) {
+        expected.insert(expected.end(), added->second.begin(), added->second.end());
+      }
     }
     EXPECT_EQ(columns_of(db, table), expected) << table;
   }
+  for (const auto& [table, columns] : study_tables()) {
+    EXPECT_EQ(columns_of(db, table), columns) << table;
+  }
   EXPECT_EQ(db.integer("PRAGMA user_version"), latest_schema_version());
-  EXPECT_EQ(latest_schema_version(), 2);
+  EXPECT_EQ(latest_schema_version(), 3);
   EXPECT_EQ(db.value("PRAGMA journal_mode"), "wal");
 }
 
@@ -106,6 +132,8 @@ TEST(Schema, PrimaryKeysMakeResumedRowsRewriteNotDuplicate) {
   EXPECT_EQ(primary_key_of(db, "noise_scale"), (V{"run_id", "step"}));
   EXPECT_EQ(primary_key_of(db, "layer_stats"), (V{"run_id", "step", "layer"}));
   EXPECT_EQ(primary_key_of(db, "milestones"), (V{"run_id", "metric", "target"}));
+  EXPECT_EQ(primary_key_of(db, "study_cells"), (V{"cell_id"}));
+  EXPECT_EQ(primary_key_of(db, "study_trials"), (V{"run_id"}));
 }
 
 // The common reads (a run's steps or evals in step order) must be index range scans, with no
@@ -179,6 +207,50 @@ TEST(Schema, MigratesVersion1FileWithRowsIntact) {
   EXPECT_FALSE(db.value("SELECT eval_s FROM evals").has_value());
   EXPECT_FALSE(db.value("SELECT samples_dropped_per_epoch FROM runs").has_value());
   EXPECT_EQ(db.integer("SELECT count(*) FROM sweeps"), 1);
+}
+
+// A version-2 file (written by the batchlab before studies) gains the validation columns, empty,
+// and the study tables, with its rows intact; new rows then carry validation metrics.
+TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
+  TempDir dir;
+  const std::string path = dir.file("v2.db");
+  {
+    RawDb db(path);
+    db.exec(migration_script(1));
+    db.exec(migration_script(2));
+    db.exec("PRAGMA user_version = 2");
+    db.exec(
+        "INSERT INTO runs(run_id, status, attempts, total_steps) VALUES('r1', 'done', 1, 8);"
+        "INSERT INTO evals(run_id, step, epoch, samples, wall_s, test_acc, eval_s) "
+        "  VALUES('r1', 8, 1.0, 1024, 2.0, 0.81, 0.5);");
+  }
+
+  Store store(path);
+  EXPECT_EQ(store.schema_version(), 3);
+  auto evals = store.read_evals("r1");
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_DOUBLE_EQ(evals[0].test_acc.value(), 0.81);
+  EXPECT_EQ(evals[0].eval_s, 0.5);
+  EXPECT_FALSE(evals[0].val_loss.has_value());
+  EXPECT_FALSE(evals[0].val_acc.has_value());
+  EXPECT_EQ(store.get_run("r1")->total_steps, 8);
+  EXPECT_TRUE(store.read_study_cells().empty());
+
+  EvalRow next = evals[0];
+  next.step = 9;
+  next.val_loss = 0.42;
+  next.val_acc = 0.87;
+  store.write_evals({next});
+  evals = store.read_evals("r1");
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_EQ(evals[1].val_loss, 0.42);
+  EXPECT_EQ(evals[1].val_acc, 0.87);
+
+  RawDb db(path);
+  EXPECT_EQ(db.integer("PRAGMA user_version"), 3);
+  EXPECT_EQ(db.value("SELECT val_acc FROM evals WHERE step = 9"), "0.87");
+  EXPECT_FALSE(db.value("SELECT val_acc FROM evals WHERE step = 8").has_value());
+  EXPECT_EQ(db.integer("SELECT count(*) FROM study_trials"), 0);
 }
 
 TEST(Schema, ReopeningLatestIsANoOp) {

@@ -242,7 +242,7 @@ TEST(Store, WriteBatchIsAtomic) {
   store.upsert_run(started_run("r1"));
   RowBatch batch;
   batch.steps = {step_row("r1", 1, 1.0), step_row("r1", 2, 1.0)};
-  batch.evals.push_back(EvalRow{"r1", 2, 0.3, 16384, 3.0, {}, {}, 1.0, 0.5, {}, {}, 0.1});
+  batch.evals.push_back(EvalRow{"r1", 2, 0.3, 16384, 3.0, {}, {}, 1.0, 0.5, {}, {}, 0.1, {}, {}});
   batch.steps.push_back(step_row("unknown-run", 3, 1.0));  // foreign key violation
   try {
     store.write_batch(batch);
@@ -271,7 +271,7 @@ TEST(Store, DeleteRowsAfterRemovesEveryPerStepTableForResume) {
   for (std::int64_t s = 1; s <= 10; ++s) {
     batch.steps.push_back(step_row("r1", s, 1.0));
     batch.steps.push_back(step_row("r2", s, 1.0));
-    batch.evals.push_back(EvalRow{"r1", s, 0.0, 0, 0.0, {}, {}, {}, 0.5, {}, {}, {}});
+    batch.evals.push_back(EvalRow{"r1", s, 0.0, 0, 0.0, {}, {}, {}, 0.5, {}, {}, {}, {}, {}});
     batch.layer_stats.push_back(LayerStatRow{"r1", s, "fc.weight", 10, 1.0, 0.1, 10.0, 1.0, 0.01});
     batch.layer_stats.push_back(LayerStatRow{"r1", s, "fc.bias", 10, 1.0, 0.1, 10.0, 1.0, 0.01});
     batch.noise.push_back(NoiseRow{"r1", s, 256, 8192, 0.5, 10.0, 20.0});

@@ -22,6 +22,7 @@ dataset = "synthetic"
 path = "/data/with \"quotes\" and \\ backslash"
 augment = true
 train_size = 4096
+val_size = 512
 [batch]
 global = 1024
 micro = 128
@@ -50,8 +51,10 @@ epochs = 90
 seed = 3
 precision = "bf16"
 device = "cuda:0"
-target = [{ metric = "test_acc", value = 0.759 }, { metric = "train_loss", value = 0.05 }]
+target = [{ metric = "test_acc", value = 0.759 }, { metric = "val_loss", value = 0.05 }]
 stop_at_target = true
+evals_per_octave = 3
+full_eval = "final"
 divergence = 0
 )";
 
@@ -169,7 +172,7 @@ TEST(RunId, PinnedForAFixedConfig) {
   // If this changes, the canonical format, a key or a default changed, and with it the id of every
   // run recorded so far (resumes and result lookups go by id). Make sure that is intended and
   // announced before updating the expected value.
-  EXPECT_EQ(run_id(parse_ok(kRich)), "4936b7c9fcfb5371");
+  EXPECT_EQ(run_id(parse_ok(kRich)), "dd475c7bf88afcff");
 }
 
 TEST(RunId, OverrideChangesTheId) {

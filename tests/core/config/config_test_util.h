@@ -91,6 +91,7 @@ inline void expect_same_config(const ExperimentConfig& a, const ExperimentConfig
   EXPECT_EQ(a.data.train_size, b.data.train_size);
   EXPECT_EQ(a.data.test_size, b.data.test_size);
   EXPECT_EQ(a.data.eval_train_samples, b.data.eval_train_samples);
+  EXPECT_EQ(a.data.val_size, b.data.val_size);
   EXPECT_EQ(a.batch.global, b.batch.global);
   EXPECT_EQ(a.batch.micro, b.batch.micro);
   EXPECT_EQ(a.batch.bn_group, b.batch.bn_group);
@@ -135,6 +136,8 @@ inline void expect_same_config(const ExperimentConfig& a, const ExperimentConfig
   EXPECT_EQ(a.train.device, b.train.device);
   EXPECT_EQ(a.train.threads, b.train.threads);
   EXPECT_EQ(a.train.eval_every, b.train.eval_every);
+  EXPECT_EQ(a.train.evals_per_octave, b.train.evals_per_octave);
+  EXPECT_EQ(a.train.full_eval, b.train.full_eval);
   EXPECT_EQ(a.train.log_every, b.train.log_every);
   EXPECT_EQ(a.train.layer_stats_every, b.train.layer_stats_every);
   EXPECT_EQ(a.train.noise_scale, b.train.noise_scale);

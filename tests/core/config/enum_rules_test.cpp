@@ -41,9 +41,17 @@ TEST(EnumRules, TrainDevice) {
 }
 
 TEST(EnumRules, TargetMetric) {
-  expect_one(doc("train", "target = { metric = \"val_acc\", value = 0.9 }"),
+  expect_one(doc("train", "target = { metric = \"val_ac\", value = 0.9 }"),
              "train.target[0].metric", 3, 21,
-             "must be one of test_acc, test_loss, train_acc or train_loss");
+             "must be one of val_acc, val_loss, test_acc, test_loss, train_acc or train_loss; did "
+             "you mean val_acc?");
+}
+
+TEST(EnumRules, TrainFullEval) {
+  expect_one(doc("train", "full_eval = \"last\""), "train.full_eval", 3, 13,
+             "must be one of always or final");
+  EXPECT_EQ(parse_ok(doc("train", "full_eval = \"final\"")).train.full_eval, "final");
+  EXPECT_EQ(parse_ok(doc("train", "seed = 1")).train.full_eval, "always");
 }
 
 TEST(EnumRules, ModelArchAgainstRegistry) {

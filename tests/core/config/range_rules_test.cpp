@@ -29,6 +29,9 @@ TEST(RangeRules, DataTrainSizeNonNegative) {
 TEST(RangeRules, DataTestSizeNonNegative) {
   expect_one(doc("data", "test_size = -1"), "data.test_size", 3, 13, "must be >= 0");
 }
+TEST(RangeRules, DataValSizeNonNegative) {
+  expect_one(doc("data", "val_size = -1"), "data.val_size", 3, 12, "must be >= 0");
+}
 TEST(RangeRules, DataEvalTrainSamplesNonNegative) {
   expect_one(doc("data", "eval_train_samples = -1"), "data.eval_train_samples", 3, 22,
              "must be >= 0");
@@ -83,6 +86,14 @@ TEST(RangeRules, OptimGradClipNonNegative) {
 TEST(RangeRules, OptimExcludeEntriesNonEmpty) {
   expect_one(doc("optim", "exclude = [\"ndim<2\", \"\"]"), "optim.exclude", 3, 11,
              "element 1 must not be empty");
+}
+TEST(RangeRules, OptimExcludeDimensionRuleSyntax) {
+  expect_one(doc("optim", "exclude = [\"ndim<x\"]"), "optim.exclude", 3, 11,
+             "element 0 dimension rules are written ndim<N");
+}
+TEST(RangeRules, GroupMatchDimensionRuleSyntax) {
+  expect_one(doc("optim", "groups = [{ match = \"ndim < 2\" }]"), "optim.groups[0].match", 3, 21,
+             "dimension rules are written ndim<N");
 }
 TEST(RangeRules, GroupMatchNonEmpty) {
   expect_one(doc("optim", "groups = [{ match = \"\" }]"), "optim.groups[0].match", 3, 21,
@@ -156,6 +167,10 @@ TEST(RangeRules, TrainThreadsNonNegative) {
 TEST(RangeRules, TrainEvalEveryPositive) {
   expect_one(doc("train", "eval_every = 0"), "train.eval_every", 3, 14, "must be > 0");
 }
+TEST(RangeRules, TrainEvalsPerOctaveNonNegative) {
+  expect_one(doc("train", "evals_per_octave = -3"), "train.evals_per_octave", 3, 20,
+             "must be >= 0");
+}
 TEST(RangeRules, TrainLogEveryAtLeastOne) {
   expect_one(doc("train", "log_every = 0"), "train.log_every", 3, 13, "must be >= 1");
 }
@@ -173,6 +188,10 @@ TEST(RangeRules, TrainDivergenceOffOrAboveOne) {
 TEST(RangeRules, TrainAccuracyTargetIsAFraction) {
   expect_one(doc("train", "target = { metric = \"test_acc\", value = 76 }"),
              "train.target[0].value", 3, 41, "must be in (0, 1]: a fraction, e.g. 0.9 for 90%");
+}
+TEST(RangeRules, TrainValidationAccuracyTargetIsAFraction) {
+  expect_one(doc("train", "target = { metric = \"val_acc\", value = 88 }\n[data]\nval_size = 100"),
+             "train.target[0].value", 3, 40, "must be in (0, 1]");
 }
 TEST(RangeRules, TrainStopAtTargetNeedsATarget) {
   expect_one(doc("train", "stop_at_target = true"), "train.stop_at_target", 3, 18,

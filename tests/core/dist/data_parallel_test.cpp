@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/config/experiment_config.h"
 #include "core/train/trainer.h"
 #include "models/ghost_batch_norm.h"
 #include "tests/core/dist/dist_test_util.h"
@@ -43,7 +44,9 @@ class GhostTask : public train::Task {
     y_ = torch::randint(0, 4, {256}, torch::kInt64);
   }
   torch::nn::Module& model() override { return *net_; }
-  int64_t size(train::Split s) const override { return s == train::Split::train ? 256 : 64; }
+  int64_t size(train::Split s) const override {
+    return s == train::Split::train ? 256 : s == train::Split::test ? 64 : 0;
+  }
   train::Batch make_batch(train::Split, const torch::Tensor& idx,
                           std::optional<uint64_t>) override {
     return {x_.index_select(0, idx), y_.index_select(0, idx), idx.size(0), {}};
@@ -59,22 +62,28 @@ class GhostTask : public train::Task {
   torch::Tensor x_, y_;
 };
 
-train::TrainerOptions options_for(const std::string& optimizer, int64_t micro) {
-  train::TrainerOptions o;
-  o.batch.global = 64;
-  o.batch.micro = micro;
-  o.optim.name = optimizer;
-  o.optim.base_lr = optimizer == "lamb" ? 0.01 : 0.05;
-  o.optim.base_batch = 64;
-  o.optim.weight_decay = 1e-3;
-  o.optim.eps = optimizer == "lamb" ? 1e-6 : 1e-8;
-  o.optim.grad_clip = optimizer == "lamb" ? 1.0 : 0.0;
-  o.schedule.steps = 6;
-  o.train.eval_every = 100.0;  // evaluate only at the end
-  o.train.divergence = 0.0;
-  o.eval_train_samples = 64;
-  o.eval_chunk = 40;
-  return o;
+struct Setup {
+  config::ExperimentConfig config;
+  train::TrainerOptions options;
+};
+
+Setup options_for(const std::string& optimizer, int64_t micro) {
+  Setup s;
+  auto& c = s.config;
+  c.batch.global = 64;
+  c.batch.micro = micro;
+  c.optim.name = optimizer;
+  c.optim.base_lr = optimizer == "lamb" ? 0.01 : 0.05;
+  c.optim.base_batch = 64;
+  c.optim.weight_decay = 1e-3;
+  c.optim.eps = optimizer == "lamb" ? 1e-6 : 1e-8;
+  c.optim.grad_clip = optimizer == "lamb" ? 1.0 : 0.0;
+  c.schedule.steps = 6;
+  c.train.eval_every = 100.0;  // evaluate only at the end
+  c.train.divergence = 0.0;
+  c.data.eval_train_samples = 64;
+  s.options.eval_chunk = 40;
+  return s;
 }
 
 double max_relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
@@ -91,7 +100,8 @@ template <class MakeTask>
 Trained single_process(const std::string& optimizer, int64_t micro, MakeTask make) {
   auto task = make();
   Trained out;
-  train::Trainer trainer(options_for(optimizer, micro), *task, out.records);
+  const auto s = options_for(optimizer, micro);
+  train::Trainer trainer(s.config, s.options, *task, out.records);
   trainer.run();
   for (const auto& p : task->named_parameters()) out.params.push_back(p.tensor.detach().clone());
   return out;
@@ -107,11 +117,11 @@ Trained two_ranks(const std::string& optimizer, int64_t micro, MakeTask make, do
   tasks.push_back(make());
   testing::run_ranks(2, [&](int64_t rank, std::shared_ptr<ProcessGroupDataParallel> dp) {
     auto& task = tasks[static_cast<size_t>(rank)];
-    auto options = options_for(optimizer, micro);
-    options.data_parallel = dp;
-    options.train.bucket_mb = bucket_mb;
+    auto s = options_for(optimizer, micro);
+    s.options.data_parallel = dp;
+    s.config.train.bucket_mb = bucket_mb;
     auto& mine = out[static_cast<size_t>(rank)];
-    train::Trainer trainer(options, *task, mine.records);
+    train::Trainer trainer(s.config, s.options, *task, mine.records);
     trainer.run();
     for (const auto& p : task->named_parameters()) mine.params.push_back(p.tensor.detach().clone());
   });
@@ -155,9 +165,12 @@ TEST(DataParallel, TwoGlooRanksMatchOneProcessWithTwiceTheMicroBatch) {
     // Sharded evaluation over both ranks gives the metrics of the whole sets.
     ASSERT_EQ(one.records.evals.size(), 1u);
     ASSERT_EQ(two.records.evals.size(), 1u);
-    EXPECT_NEAR(one.records.evals[0].test_acc, two.records.evals[0].test_acc, 1e-12);
-    EXPECT_NEAR(one.records.evals[0].test_loss, two.records.evals[0].test_loss, 1e-5);
-    EXPECT_NEAR(one.records.evals[0].train_acc, two.records.evals[0].train_acc, 1e-12);
+    EXPECT_NEAR(one.records.evals[0].test_acc.value(), two.records.evals[0].test_acc.value(),
+                1e-12);
+    EXPECT_NEAR(one.records.evals[0].test_loss.value(), two.records.evals[0].test_loss.value(),
+                1e-5);
+    EXPECT_NEAR(one.records.evals[0].train_acc.value(), two.records.evals[0].train_acc.value(),
+                1e-12);
   }
 }
 
@@ -186,12 +199,14 @@ TEST(DataParallel, RanksStartFromRankZerosWeights) {
   ToyTask reference(256, 128, 100);
   testing::run_ranks(2, [&](int64_t rank, std::shared_ptr<ProcessGroupDataParallel> dp) {
     auto& task = tasks[rank];
-    auto options = options_for("sgd", 16);
-    options.schedule.steps = 1;
-    options.optim.base_lr = 0.0;  // no update: the weights after run() are the starting ones
-    options.data_parallel = dp;
+    auto s = options_for("sgd", 16);
+    s.config.schedule.steps = 1;
+    // Warmup from 0: the one update has LR 0, so the weights after run() are the starting ones.
+    s.config.schedule.warmup_steps = 1;
+    s.config.schedule.warmup_start = 0.0;
+    s.options.data_parallel = dp;
     RecordingReporter records;
-    train::Trainer trainer(options, task, records);
+    train::Trainer trainer(s.config, s.options, task, records);
     trainer.run();
   });
   auto expected = reference.named_parameters();
@@ -213,13 +228,12 @@ TEST(DataParallel, NoiseScaleUsesEachRanksGradientAgainstTheAveragedOne) {
   ToyTask tasks[2];
   testing::run_ranks(2, [&](int64_t rank, std::shared_ptr<ProcessGroupDataParallel> dp) {
     auto& task = tasks[rank];
-    auto options =
-        options_for("sgd", 32);  // accumulation 1: only the data-parallel estimate applies
-    options.train.noise_scale = true;
-    options.data_parallel = dp;
+    auto s = options_for("sgd", 32);  // accumulation 1: only the data-parallel estimate applies
+    s.config.train.noise_scale = true;
+    s.options.data_parallel = dp;
     NoiseRecorder rec;
     rec.out = &noise[static_cast<size_t>(rank)];
-    train::Trainer trainer(options, task, rec);
+    train::Trainer trainer(s.config, s.options, task, rec);
     trainer.run();
   });
   ASSERT_EQ(noise[0].size(), 6u);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "core/config/experiment_config.h"
 #include "core/train/trainer.h"
 #include "tests/core/dist/dist_test_util.h"
 #include "tests/core/train/toy_task.h"
@@ -33,16 +34,21 @@ struct StopAfter : RecordingReporter {
   }
 };
 
+config::ExperimentConfig config_for() {
+  config::ExperimentConfig c;
+  c.batch.global = 32;
+  c.batch.micro = 8;
+  c.optim.name = "sgd";
+  c.optim.base_lr = 0.1;
+  c.optim.base_batch = 32;
+  c.schedule.epochs = 2.0;  // 16 steps
+  c.train.eval_every = 1.0;
+  c.data.eval_train_samples = 64;
+  return c;
+}
+
 train::TrainerOptions options(const std::string& dir, const std::atomic<bool>* stop) {
   train::TrainerOptions o;
-  o.batch.global = 32;
-  o.batch.micro = 8;
-  o.optim.name = "sgd";
-  o.optim.base_lr = 0.1;
-  o.optim.base_batch = 32;
-  o.schedule.epochs = 2.0;  // 16 steps
-  o.train.eval_every = 1.0;
-  o.eval_train_samples = 64;
   o.run_id = "00000000deadbeef";
   o.stop_requested = stop;
   if (!dir.empty()) o.checkpoints = std::make_shared<train::CheckpointStore>(dir);
@@ -61,7 +67,7 @@ std::vector<torch::Tensor> train_two(const std::string& dir, int64_t stopper, in
     StopAfter rec;
     rec.flag = &flags[rank];
     rec.at = rank == stopper ? stop_at : -1;
-    train::Trainer trainer(o, tasks[rank], rec);
+    train::Trainer trainer(config_for(), o, tasks[rank], rec);
     trainer.resume();
     outcomes[static_cast<size_t>(rank)] = trainer.run();
   });

@@ -141,22 +141,63 @@ TEST(MakeOptimizer, LambGetsConfigOptionsAndClipsItself) {
   EXPECT_EQ(static_cast<const LambOptions&>(lamb->defaults()).max_grad_norm(), 1.0);
 
   give_grads(params, 1.0);  // global norm sqrt(108 + 4 + 4 + 20 + 5) = sqrt(141)
-  t->step();
-  ASSERT_TRUE(t->last_grad_norm().defined());
-  EXPECT_NEAR(t->last_grad_norm().item<double>(), std::sqrt(141.0), 1e-9);
+  const GradNorm norm = t->grad_norm();
+  ASSERT_TRUE(norm.norm.defined());
+  EXPECT_NEAR(norm.norm.item<double>(), std::sqrt(141.0), 1e-9);
+  t->step(norm);
   // LAMB does not modify the gradients (the clip factor is applied inside the update).
   EXPECT_TRUE(torch::equal(params[0].tensor.grad(), torch::ones_like(params[0].tensor)));
 }
 
-TEST(MakeOptimizer, UnknownNameAndBadValuesAreConfigErrors) {
+// User input is validated in core/config (tests/core/config); the factory asserts that its config
+// passed that validation, with the schema's own rules. A violation is an internal error (exit 1),
+// never ConfigError: that would mean a second, user-facing definition of the rule.
+void expect_internal_error(const config::OptimConfig& c, const std::string& key,
+                           double peak = 0.1) {
   const auto params = small_net();
-  EXPECT_THROW(make_optimizer(config_for("adagrad"), params, 0.1), ConfigError);
-  auto c = config_for("nesterov");
-  c.momentum = 0.0;
-  EXPECT_THROW(make_optimizer(c, params, 0.1), ConfigError);
-  auto d = config_for("adam");
-  d.betas = {1.0, 0.999};
-  EXPECT_THROW(make_optimizer(d, params, 0.1), ConfigError);
+  try {
+    make_optimizer(c, params, peak);
+    ADD_FAILURE() << "expected an internal error about " << key;
+  } catch (const InputError& e) {
+    ADD_FAILURE() << "a precondition reported as bad input: " << e.what();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("internal error: make_optimizer"), std::string::npos) << what;
+    EXPECT_NE(what.find(key), std::string::npos) << what;
+  }
+}
+
+TEST(MakeOptimizer, ConfigsThatSkippedValidationAreInternalErrors) {
+  expect_internal_error(config_for("adagrad"), "optim.name");
+  auto nesterov = config_for("nesterov");
+  nesterov.momentum = 0.0;
+  expect_internal_error(nesterov, "Nesterov");
+  auto adam = config_for("adam");
+  adam.betas = {1.0, 0.999};
+  expect_internal_error(adam, "optim.betas");
+  expect_internal_error(config_for("sgd"), "peak_lr", -0.1);
+}
+
+TEST(MakeOptimizer, AssertsTheSchemaRulesWhereTheyUsedToDrift) {
+  // The factory once accepted momentum 1, lr_scale 0 and eps 0 (its own >= 0 rules); the schema's
+  // [0, 1), > 0 and > 0 are now the only definition.
+  auto momentum = config_for("sgd");
+  momentum.momentum = 1.0;
+  expect_internal_error(momentum, "optim.momentum");
+  auto lr_scale = config_for("sgd");
+  lr_scale.groups.push_back({"fc.*", std::nullopt, std::nullopt, 0.0});
+  expect_internal_error(lr_scale, "optim.groups[0].lr_scale");
+  auto eps = config_for("adam");
+  eps.eps = 0.0;
+  expect_internal_error(eps, "optim.eps");
+  auto pattern = config_for("sgd");
+  pattern.exclude = {"ndim<x"};
+  expect_internal_error(pattern, "optim.exclude");
+}
+
+TEST(MakeOptimizer, ARuleMatchingNoParameterIsAConfigError) {
+  // Needs the model's parameter names, so only the factory can tell: bad input, not a bug.
+  const auto params = small_net();
   auto e = config_for("lars");
   e.groups.push_back({"*.nonexistent", std::nullopt, std::nullopt, 1.0});
   EXPECT_THROW(make_optimizer(e, params, 0.1), ConfigError);
@@ -218,8 +259,8 @@ TEST(TrainingOptimizerTest, GradClipForOptimizersThatDoNotClipThemselves) {
   for (const auto& p : params) before.push_back(p.tensor.detach().clone());
   auto t = make_optimizer(c, params, 0.1);
   give_grads(params, 1.0);  // global norm sqrt(141): every gradient becomes 1 / sqrt(141)
+  EXPECT_NEAR(t->grad_norm().norm.item<double>(), std::sqrt(141.0), 1e-9);
   t->step();
-  EXPECT_NEAR(t->last_grad_norm().item<double>(), std::sqrt(141.0), 1e-9);
   const double g = 1.0 / std::sqrt(141.0);
   for (size_t i = 0; i < params.size(); ++i) {
     EXPECT_TRUE(torch::allclose(params[i].tensor.grad(), torch::full_like(before[i], g)));
@@ -227,8 +268,37 @@ TEST(TrainingOptimizerTest, GradClipForOptimizersThatDoNotClipThemselves) {
   }
   c.grad_clip = 0.0;
   auto off = make_optimizer(c, params, 0.1);
-  off->step();
-  EXPECT_FALSE(off->last_grad_norm().defined());
+  off->step();  // no clipping: the gradients stay as they were
+  for (const auto& p : params) {
+    EXPECT_TRUE(torch::allclose(p.tensor.grad(), torch::full_like(p.tensor, g), 1e-12, 0.0));
+  }
+}
+
+// The norm the caller passes is the one clipped by: it is not measured again inside the step.
+TEST(TrainingOptimizerTest, ClipsByTheNormItIsGiven) {
+  for (const std::string name : {"sgd", "lamb"}) {
+    auto c = config_for(name);
+    c.grad_clip = 1.0;
+    c.momentum = 0.0;
+    c.weight_decay = 0.0;
+    auto given = small_net();
+    auto reference = small_net();  // the same initial weights (seeded)
+    auto t = make_optimizer(c, given, 0.1);
+    c.grad_clip = 0.0;
+    auto r = make_optimizer(c, reference, 0.1);
+    give_grads(given, 1.0);  // true norm sqrt(141), but the caller says 20: factor 20
+    give_grads(reference, 1.0 / 20.0);
+    GradNorm claimed;
+    claimed.host = 20.0;
+    claimed.norm = torch::scalar_tensor(20.0, torch::kFloat64);
+    t->step(claimed);
+    r->step();
+    for (size_t i = 0; i < given.size(); ++i) {
+      EXPECT_TRUE(
+          torch::allclose(given[i].tensor.detach(), reference[i].tensor.detach(), 1e-6, 1e-7))
+          << name << " " << given[i].name;
+    }
+  }
 }
 
 }  // namespace

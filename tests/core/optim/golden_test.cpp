@@ -75,6 +75,10 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
   const json doc = json::parse(in);
   const std::string kind = doc.at("optimizer").get<std::string>();
   const json& opt = doc.at("options");
+  // A file without steps would compare nothing and pass: the trajectory must be there.
+  const json& steps = doc.at("steps");
+  ASSERT_TRUE(steps.is_array()) << c.file << ": steps is not an array";
+  ASSERT_FALSE(steps.empty()) << c.file << ": no steps, nothing to compare";
 
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
@@ -133,7 +137,7 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
   }
 
   int step = 0;
-  for (const json& s : doc.at("steps")) {
+  for (const json& s : steps) {
     const double lr = s.at("lr").get<double>();
     for (auto& g : optimizer->param_groups()) g.options().set_lr(lr);
     for (size_t i = 0; i < params.size(); ++i) {
@@ -147,7 +151,6 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
     }
     ++step;
   }
-  EXPECT_EQ(step, static_cast<int>(doc.at("steps").size()));
 }
 
 std::vector<Case> all_cases() {

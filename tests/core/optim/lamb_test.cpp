@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -103,12 +104,7 @@ TEST_P(LambByHand, ClipsByTheGlobalNormOfAllGroups) {
     p[0].mutable_grad() = torch::tensor({3.0, 0.0}, torch::kFloat64) / divide;
     p[1].mutable_grad() = torch::tensor({0.0, 4.0}, torch::kFloat64) / divide;
     opt.step();
-    if (max_norm > 0.0) {
-      EXPECT_NEAR(opt.last_grad_norm().item<double>(), 5.0, 1e-15);
-      EXPECT_TRUE(torch::equal(p[0].grad(), torch::tensor({3.0, 0.0}, torch::kFloat64)));
-    } else {
-      EXPECT_FALSE(opt.last_grad_norm().defined());
-    }
+    EXPECT_TRUE(torch::equal(p[0].grad(), torch::tensor({3.0, 0.0}, torch::kFloat64) / divide));
     return p;
   };
   const auto clipped = run(1.0, 1.0);
@@ -120,6 +116,31 @@ TEST_P(LambByHand, ClipsByTheGlobalNormOfAllGroups) {
   const auto unclipped = run(10.0, 1.0);
   const auto plain = run(0.0, 1.0);
   for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(torch::equal(unclipped[i], plain[i])) << i;
+}
+
+TEST_P(LambByHand, ClipsByAGivenNormWithoutMeasuringIt) {
+  // The caller's norm (10, not the true 5) sets the clip factor: the same as unclipped gradients
+  // divided by 10.
+  auto run = [&](double max_norm, double divide, std::optional<double> given) {
+    std::vector<torch::Tensor> p = {leaf({1.0, 2.0}), leaf({-1.0, 0.5})};
+    Lamb opt(p, base(0.1).eps(1e-6).weight_decay(0.01).max_grad_norm(max_norm));
+    p[0].mutable_grad() = torch::tensor({3.0, 0.0}, torch::kFloat64) / divide;
+    p[1].mutable_grad() = torch::tensor({0.0, 4.0}, torch::kFloat64) / divide;
+    if (given) {
+      GradNorm norm;
+      norm.host = *given;
+      norm.norm = torch::scalar_tensor(*given, torch::kFloat64);
+      opt.step_with_grad_norm(norm);
+    } else {
+      opt.step();
+    }
+    return p;
+  };
+  const auto clipped = run(1.0, 1.0, 10.0);
+  const auto reference = run(0.0, 10.0, std::nullopt);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(torch::allclose(clipped[i], reference[i], 1e-14, 0.0)) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(FusedAndAten, LambByHand, testing::Bool(),

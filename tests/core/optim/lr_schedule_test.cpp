@@ -32,12 +32,30 @@ TEST(ScaledPeakLr, NoneLinearSqrt) {
   EXPECT_NEAR(scaled_peak_lr(optim_with("sqrt"), 32768), 1.1313708498984762, kTol);
 }
 
-TEST(ScaledPeakLr, BadInputIsAConfigError) {
-  EXPECT_THROW(scaled_peak_lr(optim_with("cubic"), 1024), ConfigError);
-  EXPECT_THROW(scaled_peak_lr(optim_with("linear"), 0), ConfigError);
+// A violated precondition is an internal error naming the component, never bad input: user input is
+// validated once, in core/config.
+template <class F>
+void expect_internal_error(F&& f, const std::string& component, const std::string& key) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an internal error about " << key;
+  } catch (const InputError& e) {
+    ADD_FAILURE() << "a precondition reported as bad input: " << e.what();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("internal error: " + component), std::string::npos) << what;
+    EXPECT_NE(what.find(key), std::string::npos) << what;
+  }
+}
+
+TEST(ScaledPeakLr, ConfigsThatSkippedValidationAreInternalErrors) {
+  expect_internal_error([] { scaled_peak_lr(optim_with("cubic"), 1024); }, "scaled_peak_lr",
+                        "optim.scaling");
+  expect_internal_error([] { scaled_peak_lr(optim_with("linear"), 0); }, "scaled_peak_lr",
+                        "batch.global");
   auto o = optim_with("linear");
   o.base_batch = 0;
-  EXPECT_THROW(scaled_peak_lr(o, 1024), ConfigError);
+  expect_internal_error([&] { scaled_peak_lr(o, 1024); }, "scaled_peak_lr", "optim.base_batch");
 }
 
 // 10 epochs of 100 steps (T = 1000), warmup 1 epoch (W = 100) from 0.1 * peak, end_lr 0.004.
@@ -197,38 +215,72 @@ TEST(LrSchedule, BudgetFollowsTheInjectedClock) {
   EXPECT_DOUBLE_EQ(s.current(10, 1000.0), s.at_progress(1000.0 / 3600.0));
 }
 
-TEST(LrSchedule, InconsistentSchedulesAreConfigErrors) {
+TEST(LrSchedule, ConfigsThatSkippedValidationAreInternalErrors) {
+  auto expect_rejected = [](const config::ScheduleConfig& s, const std::string& key) {
+    expect_internal_error([&] { LrSchedule(s, 1.0, 10); }, "LrSchedule", key);
+  };
   config::ScheduleConfig none;  // no length at all
-  EXPECT_THROW(LrSchedule(none, 1.0, 10), ConfigError);
+  expect_rejected(none, "set exactly one of schedule.epochs");
 
   config::ScheduleConfig two = none;
   two.steps = 10;
   two.epochs = 1.0;
-  EXPECT_THROW(LrSchedule(two, 1.0, 10), ConfigError);
+  expect_rejected(two, "schedule.steps");
 
   config::ScheduleConfig long_warmup;
   long_warmup.steps = 10;
   long_warmup.warmup_steps = 11;
-  EXPECT_THROW(LrSchedule(long_warmup, 1.0, 10), ConfigError);
+  expect_rejected(long_warmup, "schedule.warmup_steps");
 
   config::ScheduleConfig budget_step;
   budget_step.budget_s = 60.0;
   budget_step.decay = "step";
-  EXPECT_THROW(LrSchedule(budget_step, 1.0, 10), ConfigError);
+  budget_step.milestones = {1.0};
+  expect_rejected(budget_step, "schedule.decay");
 
   config::ScheduleConfig budget_warmup_steps;
   budget_warmup_steps.budget_s = 60.0;
   budget_warmup_steps.warmup_steps = 5;
-  EXPECT_THROW(LrSchedule(budget_warmup_steps, 1.0, 10), ConfigError);
+  expect_rejected(budget_warmup_steps, "schedule.warmup_steps");
 
   config::ScheduleConfig bad_decay;
   bad_decay.steps = 10;
   bad_decay.decay = "exp";
-  EXPECT_THROW(LrSchedule(bad_decay, 1.0, 10), ConfigError);
+  expect_rejected(bad_decay, "schedule.decay");
+}
 
+TEST(LrSchedule, AssertsTheSchemaRulesWhereTheyUsedToDrift) {
+  // The schedule once accepted gamma 1.5 and a milestone at epoch 0 (its own > 0 and >= 0 rules);
+  // the schema's (0, 1] and > 0 are now the only definition.
+  config::ScheduleConfig gamma;
+  gamma.epochs = 3.0;
+  gamma.decay = "step";
+  gamma.milestones = {1.0};
+  gamma.gamma = 1.5;
+  expect_internal_error([&] { LrSchedule(gamma, 1.0, 10); }, "LrSchedule", "schedule.gamma");
+  config::ScheduleConfig milestone = gamma;
+  milestone.gamma = 0.1;
+  milestone.milestones = {0.0, 2.0};
+  expect_internal_error([&] { LrSchedule(milestone, 1.0, 10); }, "LrSchedule",
+                        "schedule.milestones");
+  config::ScheduleConfig start;
+  start.steps = 10;
+  start.warmup_start = 1.5;
+  expect_internal_error([&] { LrSchedule(start, 1.0, 10); }, "LrSchedule", "schedule.warmup_start");
+}
+
+TEST(LrSchedule, WhatNeedsTheDataSizeIsAConfigError) {
+  // Only the data size tells these apart from valid schedules, so the schedule reports them as
+  // bad input (sweep plan does too, when it knows the training set size).
   config::ScheduleConfig epochs_without_steps;
   epochs_without_steps.epochs = 3.0;
   EXPECT_THROW(LrSchedule(epochs_without_steps, 1.0, 0), ConfigError);
+
+  config::ScheduleConfig mixed_units;  // 50 warmup steps, 2 epochs of 10 steps
+  mixed_units.epochs = 2.0;
+  mixed_units.warmup_steps = 50;
+  EXPECT_THROW(LrSchedule(mixed_units, 1.0, 10), ConfigError);
+  EXPECT_NO_THROW(LrSchedule(mixed_units, 1.0, 100));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // as one k-times batch (DESIGN.md "Large-batch mechanics").
 #include <gtest/gtest.h>
 
+#include "core/config/experiment_config.h"
 #include "core/train/trainer.h"
 #include "tests/core/train/toy_task.h"
 
@@ -41,36 +42,44 @@ TEST(Accumulation, MicroBatchGradientsEqualOneLargeBatch) {
   }
 }
 
-TrainerOptions options_for(int64_t global, int64_t micro, const std::string& optimizer) {
-  TrainerOptions o;
-  o.batch.global = global;
-  o.batch.micro = micro;
-  o.optim.name = optimizer;
-  o.optim.base_lr = 0.05;
-  o.optim.base_batch = global;
-  o.optim.weight_decay = 1e-4;
-  o.optim.eps = 1e-8;
-  o.schedule.steps = 3;
-  o.train.eval_every = 100.0;  // evaluate only at the end
-  o.train.divergence = 0.0;
-  o.eval_train_samples = 64;
-  return o;
+config::ExperimentConfig config_for(int64_t global, int64_t micro, const std::string& optimizer) {
+  config::ExperimentConfig c;
+  c.batch.global = global;
+  c.batch.micro = micro;
+  c.optim.name = optimizer;
+  c.optim.base_lr = 0.05;
+  c.optim.base_batch = global;
+  c.optim.weight_decay = 1e-4;
+  c.optim.eps = 1e-8;
+  c.schedule.steps = 3;
+  c.train.eval_every = 100.0;  // evaluate only at the end
+  c.train.divergence = 0.0;
+  c.data.eval_train_samples = 64;
+  return c;
 }
 
 TEST(Accumulation, TrainerWeightsAfterStepsMatchSingleBatch) {
   for (const std::string optimizer : {"sgd", "adamw"}) {
-    ToyTask a, b;
+    ToyTask a, b, init;  // same seed: `init` keeps the weights both runs start from
     RecordingReporter ra, rb;
-    Trainer ta(options_for(64, 64, optimizer), a, ra);
-    Trainer tb(options_for(64, 8, optimizer), b, rb);
+    Trainer ta(config_for(64, 64, optimizer), {}, a, ra);
+    Trainer tb(config_for(64, 8, optimizer), {}, b, rb);
     EXPECT_EQ(ta.geometry().accum_steps, 1);
     EXPECT_EQ(tb.geometry().accum_steps, 8);
     ta.run();
     tb.run();
-    auto pa = a.named_parameters(), pb = b.named_parameters();
+    auto pa = a.named_parameters(), pb = b.named_parameters(), p0 = init.named_parameters();
+    ASSERT_EQ(pa.size(), pb.size());
+    ASSERT_EQ(pa.size(), p0.size());
     for (size_t i = 0; i < pa.size(); ++i) {
       EXPECT_LT(max_relative_difference(pa[i].tensor.detach(), pb[i].tensor.detach()), 1e-5)
           << optimizer << " " << pa[i].name;
+      // Two runs that never update would match too: both must have moved away from the start,
+      // by far more than the tolerance they are compared with.
+      EXPECT_GT(max_relative_difference(pa[i].tensor.detach(), p0[i].tensor.detach()), 1e-3)
+          << optimizer << " " << pa[i].name << " did not move";
+      EXPECT_GT(max_relative_difference(pb[i].tensor.detach(), p0[i].tensor.detach()), 1e-3)
+          << optimizer << " " << pb[i].name << " did not move";
     }
     ASSERT_EQ(ra.steps.size(), 3u);
     ASSERT_EQ(rb.steps.size(), 3u);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/config/experiment_config.h"
 #include "core/errors.h"
 #include "core/train/trainer.h"
 #include "tests/core/train/toy_task.h"
@@ -23,23 +24,29 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-TrainerOptions options(std::shared_ptr<CheckpointStore> store, int64_t every) {
-  TrainerOptions o;
-  o.batch.global = 32;
-  o.batch.micro = 16;
-  o.optim.name = "sgd";
-  o.optim.base_lr = 0.1;
-  o.optim.base_batch = 32;
-  o.optim.weight_decay = 1e-4;
-  o.schedule.epochs = 3.0;
-  o.schedule.warmup_steps = 5;
-  o.schedule.decay = "cosine";
-  o.train.eval_every = 1.0;
-  o.train.checkpoint_every = every;
-  o.eval_train_samples = 64;
-  o.run_id = "0123456789abcdef";
-  o.checkpoints = std::move(store);
-  return o;
+struct Setup {
+  config::ExperimentConfig config;
+  TrainerOptions options;
+};
+
+Setup setup(std::shared_ptr<CheckpointStore> store, int64_t every) {
+  Setup s;
+  auto& c = s.config;
+  c.batch.global = 32;
+  c.batch.micro = 16;
+  c.optim.name = "sgd";
+  c.optim.base_lr = 0.1;
+  c.optim.base_batch = 32;
+  c.optim.weight_decay = 1e-4;
+  c.schedule.epochs = 3.0;
+  c.schedule.warmup_steps = 5;
+  c.schedule.decay = "cosine";
+  c.train.eval_every = 1.0;
+  c.train.checkpoint_every = every;
+  c.data.eval_train_samples = 64;
+  s.options.run_id = "0123456789abcdef";
+  s.options.checkpoints = std::move(store);
+  return s;
 }
 
 std::vector<torch::Tensor> weights(Task& t) {
@@ -62,7 +69,8 @@ TEST(Checkpoint, ResumedRunEndsWithTheSameWeightsAndContinuesTheSeries) {
   // Uninterrupted reference: 3 epochs of 8 steps.
   ToyTask ref_task;
   RecordingReporter ref_rec;
-  Trainer ref(options(nullptr, 0), ref_task, ref_rec);
+  const auto plain = setup(nullptr, 0);
+  Trainer ref(plain.config, plain.options, ref_task, ref_rec);
   ref.run();
 
   TempDir dir;
@@ -75,9 +83,9 @@ TEST(Checkpoint, ResumedRunEndsWithTheSameWeightsAndContinuesTheSeries) {
     StopAfter stopper;
     stopper.flag = &stop;
     stopper.at = 9;
-    auto o = options(store, 4);
-    o.stop_requested = &stop;
-    Trainer t(o, task, stopper);
+    auto s = setup(store, 4);
+    s.options.stop_requested = &stop;
+    Trainer t(s.config, s.options, task, stopper);
     auto outcome = t.run();
     EXPECT_EQ(outcome.status, RunStatus::preempted);
     EXPECT_EQ(outcome.last_step, 10);
@@ -88,7 +96,8 @@ TEST(Checkpoint, ResumedRunEndsWithTheSameWeightsAndContinuesTheSeries) {
 
   ToyTask resumed_task;
   RecordingReporter resumed_rec;
-  Trainer resumed(options(store, 4), resumed_task, resumed_rec);
+  const auto again = setup(store, 4);
+  Trainer resumed(again.config, again.options, resumed_task, resumed_rec);
   EXPECT_EQ(resumed.resume(), 8);
   auto outcome = resumed.run();
   EXPECT_EQ(outcome.status, RunStatus::done);
@@ -98,6 +107,8 @@ TEST(Checkpoint, ResumedRunEndsWithTheSameWeightsAndContinuesTheSeries) {
   EXPECT_EQ(resumed_rec.steps.size(), 16u);
 
   auto a = weights(ref_task), b = weights(resumed_task);
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(a.size(), b.size());  // else the loop below would compare a prefix, or read past b
   for (size_t i = 0; i < a.size(); ++i) {
     const double rel = (a[i] - b[i]).abs().max().item<double>() / a[i].abs().max().item<double>();
     EXPECT_LT(rel, 1e-6) << "parameter " << i;

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/errors.h"
+#include "core/optim/grad_clip.h"
 #include "core/train/trainer.h"
 
 namespace batchlab::train {
@@ -74,7 +75,9 @@ TEST(NoiseScale, LinearRegressionMatchesClosedForm) {
     std::vector<double> sq;
     accumulate_gradients(task, micro_idx, std::nullopt, &params, &sq);
     ASSERT_EQ(sq.size(), static_cast<size_t>(accum));
-    const double big = global_grad_norm(params).item<double>();
+    std::vector<torch::Tensor> tensors;
+    for (const auto& p : params) tensors.push_back(p.tensor);
+    const double big = *optim::global_grad_norm(tensors).host;
     e = est.update(sq, micro, big * big, micro * accum);
   }
   const double truth = (d * (1.0 + 1.0) + 1.0) / 1.0;  // 21

@@ -211,7 +211,8 @@ TEST_F(BatchLoaderTest, LimitedSourcesKeepEvenlySpreadSamples) {
   auto loader = make_loader(limited, 0);
   EXPECT_EQ(loader.load(Split::train, idx({5}), 1).labels[0].item<int64_t>(), 2);
   EXPECT_THROW(limit_image_source(folder_source(dir_ / "root"), 19, 0), InputError);
-  EXPECT_THROW(limit_image_source(folder_source(dir_ / "root"), -1, 0), InputError);
+  // A negative size is the schema's rule (core/config), asserted here: an internal error.
+  EXPECT_THROW(limit_image_source(folder_source(dir_ / "root"), -1, 0), Error);
 }
 
 }  // namespace

@@ -181,8 +181,16 @@ TEST_F(MlmBatchTest, LongerPhaseTwoSequencesKeepTheExampleStarts) {
     const int64_t start = std::min(rows[r] * c1, size - c2);  // the last one moves back
     for (int64_t t = 0; t < c2; ++t) ASSERT_EQ(ids[r][t + 1].item<int64_t>(), stream_[start + t]);
   }
-  EXPECT_THROW(mb.check_length(1 << 20), InputError);
-  EXPECT_THROW(mb.check_length(32), InputError);  // shorter than the base length
+  EXPECT_THROW(mb.check_length(1 << 20), InputError);  // longer than the split: bad input
+  // Shorter than the base length: the schema's rule (data.seq_len_phase2), asserted here.
+  try {
+    mb.check_length(32);
+    ADD_FAILURE() << "expected an internal error";
+  } catch (const InputError& e) {
+    ADD_FAILURE() << "reported as bad input: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("internal error"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(MlmBatchTest, TooLittleTextIsAnInputError) {
@@ -190,8 +198,16 @@ TEST_F(MlmBatchTest, TooLittleTextIsAnInputError) {
   o.seq_len = 1 << 20;
   o.vocab_size = kVocab;
   EXPECT_THROW(MlmBatchBuilder(split_stream(shards_).test, o), InputError);
+  // Too short for [CLS]/[SEP]: the schema's data.seq_len rule, asserted here (not bad input).
   o.seq_len = 2;
-  EXPECT_THROW(MlmBatchBuilder(split_stream(shards_).test, o), InputError);
+  try {
+    MlmBatchBuilder(split_stream(shards_).test, o);
+    ADD_FAILURE() << "expected an internal error";
+  } catch (const InputError& e) {
+    ADD_FAILURE() << "reported as bad input: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("internal error"), std::string::npos) << e.what();
+  }
 }
 
 TEST(MlmSchedule, SwitchesToThePhaseTwoLengthForTheLastFraction) {

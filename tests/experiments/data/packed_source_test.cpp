@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/train/validation_split.h"
 #include "experiments/data/batch_loader.h"
 #include "experiments/data/image_folder.h"
 #include "experiments/data/packed_writer.h"
@@ -206,6 +207,34 @@ TEST(PackedDimensions, ShorterSideBecomesTheSizeAndSmallImagesStay) {
   EXPECT_EQ(packed_dimensions(375, 500, 256), (std::pair<int64_t, int64_t>{256, 341}));
   EXPECT_EQ(packed_dimensions(300, 300, 160), (std::pair<int64_t, int64_t>{160, 160}));
   EXPECT_EQ(packed_dimensions(200, 120, 160), (std::pair<int64_t, int64_t>{200, 120}));
+}
+
+TEST_F(PackedTest, HeldOutValidationImagesAreTrainingSamplesOfThePack) {
+  pack(dir_ / "jpeg", PackFormat::jpeg);
+  auto packed = std::make_shared<PackedImageSource>(dir_ / "jpeg", false);
+  // The pack's own "val" is the test split; it holds out nothing by itself.
+  EXPECT_EQ(packed->size(Split::val), 0);
+  auto source = hold_out_validation(packed, 3);
+  ASSERT_EQ(source->size(Split::train), 7);
+  ASSERT_EQ(source->size(Split::val), 3);
+  ASSERT_EQ(source->size(Split::test), 4);
+  EXPECT_EQ(hold_out_validation(packed, 0), packed);
+  const train::ValidationSplit split(10, 3, "pack");
+  LoaderOptions o;
+  o.workers = 2;
+  BatchLoader loader(source, TransformSpec{24, 28, 0.08}, o);
+  BatchLoader direct(packed, TransformSpec{24, 28, 0.08}, LoaderOptions{});
+  const auto val = loader.load(Split::val, torch::arange(3, torch::kInt64), std::nullopt);
+  const auto expected =
+      direct.load(Split::train, torch::tensor(split.held_out(), torch::kInt64), std::nullopt);
+  EXPECT_TRUE(val.images.equal(expected.images));
+  EXPECT_TRUE(val.labels.equal(expected.labels));
+  for (int64_t i = 0; i < 7; ++i) {
+    const int64_t stored = split.to_stored(Split::train, i);
+    EXPECT_EQ(source->location(Split::train, i), packed->location(Split::train, stored));
+    EXPECT_EQ(source->label(Split::train, i), packed->label(Split::train, stored));
+  }
+  EXPECT_THROW(hold_out_validation(packed, 10), InputError);
 }
 
 }  // namespace

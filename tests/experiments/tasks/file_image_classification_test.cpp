@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/config/experiment_config.h"
 #include "core/errors.h"
 #include "core/train/trainer.h"
+#include "core/train/validation_split.h"
 #include "tests/experiments/data/image_test_util.h"
 
 namespace batchlab::experiments {
@@ -17,7 +19,7 @@ struct StepLosses : train::Reporter {
   std::vector<double> losses;
   std::vector<double> test_acc;
   void step(const train::StepRecord& r) override { losses.push_back(r.train_loss); }
-  void eval(const train::EvalRecord& r) override { test_acc.push_back(r.test_acc); }
+  void eval(const train::EvalRecord& r) override { test_acc.push_back(r.test_acc.value()); }
 };
 
 config::DataConfig folder_data(const std::string& root, int64_t workers) {
@@ -39,17 +41,22 @@ config::ModelConfig tiny_model() {
   return m;
 }
 
+config::ExperimentConfig trainer_config() {
+  config::ExperimentConfig c;
+  c.batch.global = 8;
+  c.batch.micro = 4;
+  c.optim.name = "sgd";
+  c.optim.base_lr = 0.05;
+  c.optim.base_batch = 8;
+  c.schedule.epochs = 2.0;
+  c.train.eval_every = 1.0;
+  c.data.seed = 5;
+  c.data.eval_train_samples = 8;
+  return c;
+}
+
 train::TrainerOptions trainer_options() {
   train::TrainerOptions o;
-  o.batch.global = 8;
-  o.batch.micro = 4;
-  o.optim.name = "sgd";
-  o.optim.base_lr = 0.05;
-  o.optim.base_batch = 8;
-  o.schedule.epochs = 2.0;
-  o.train.eval_every = 1.0;
-  o.data_seed = 5;
-  o.eval_train_samples = 8;
   o.eval_chunk = 4;
   return o;
 }
@@ -77,7 +84,7 @@ TEST_F(FileImageTaskTest, NormalizesOnTheDeviceWithImagenetStatistics) {
 
 TEST_F(FileImageTaskTest, BatchesAreNormalizedUint8CropsWithFolderLabels) {
   torch::manual_seed(0);
-  auto task = make_file_image_task(tiny_model(), folder_data(dir_ / "root", 2), {}, {});
+  auto task = make_file_image_task(tiny_model(), folder_data(dir_ / "root", 2), 0, torch::kCPU);
   auto& file_task = dynamic_cast<FileImageClassificationTask&>(*task);
   EXPECT_EQ(task->size(train::Split::train), 18);
   EXPECT_EQ(task->size(train::Split::test), 9);
@@ -103,8 +110,9 @@ TEST_F(FileImageTaskTest, TrainingIsIdenticalWithOneAndFourWorkersAndUsesThePref
   std::vector<int64_t> workers = {0, 1, 4};
   for (size_t k = 0; k < workers.size(); ++k) {
     torch::manual_seed(0);
-    auto task = make_file_image_task(tiny_model(), folder_data(dir_ / "root", workers[k]), {}, {});
-    train::Trainer trainer(trainer_options(), *task, runs[k]);
+    auto task =
+        make_file_image_task(tiny_model(), folder_data(dir_ / "root", workers[k]), 0, torch::kCPU);
+    train::Trainer trainer(trainer_config(), trainer_options(), *task, runs[k]);
     EXPECT_EQ(trainer.run().status, train::RunStatus::done);
     auto& loader = dynamic_cast<FileImageClassificationTask&>(*task).loader();
     if (workers[k] > 0) {
@@ -124,9 +132,9 @@ TEST_F(FileImageTaskTest, CorruptFileStopsTheRunWithItsPathOrIsSkippedAndCounted
   data::testing::write_bytes(bad, {0xff, 0xd8, 0xff});
   {
     torch::manual_seed(0);
-    auto task = make_file_image_task(tiny_model(), folder_data(dir_ / "root", 2), {}, {});
+    auto task = make_file_image_task(tiny_model(), folder_data(dir_ / "root", 2), 0, torch::kCPU);
     StepLosses rec;
-    train::Trainer trainer(trainer_options(), *task, rec);
+    train::Trainer trainer(trainer_config(), trainer_options(), *task, rec);
     try {
       trainer.run();
       FAIL() << "expected a DataError";
@@ -137,9 +145,9 @@ TEST_F(FileImageTaskTest, CorruptFileStopsTheRunWithItsPathOrIsSkippedAndCounted
   auto data = folder_data(dir_ / "root", 2);
   data.skip_corrupt = true;
   torch::manual_seed(0);
-  auto task = make_file_image_task(tiny_model(), data, {}, {});
+  auto task = make_file_image_task(tiny_model(), data, 0, torch::kCPU);
   StepLosses rec;
-  train::Trainer trainer(trainer_options(), *task, rec);
+  train::Trainer trainer(trainer_config(), trainer_options(), *task, rec);
   EXPECT_EQ(trainer.run().status, train::RunStatus::done);
   EXPECT_EQ(rec.losses.size(), 4u);
   auto& loader = dynamic_cast<FileImageClassificationTask&>(*task).loader();
@@ -147,13 +155,56 @@ TEST_F(FileImageTaskTest, CorruptFileStopsTheRunWithItsPathOrIsSkippedAndCounted
   EXPECT_NE(loader.skipped_messages().at(0).find(bad), std::string::npos);
 }
 
+TEST_F(FileImageTaskTest, ValidationImagesAreHeldOutTrainingImagesWithTheEvalTransform) {
+  auto data = folder_data(dir_ / "root", 2);
+  data.val_size = 5;
+  torch::manual_seed(0);
+  auto task = make_file_image_task(tiny_model(), data, 0, torch::kCPU);
+  torch::manual_seed(0);
+  auto whole = make_file_image_task(tiny_model(), folder_data(dir_ / "root", 0), 0, torch::kCPU);
+  ASSERT_EQ(task->size(train::Split::train), 13);
+  ASSERT_EQ(task->size(train::Split::val), 5);
+  ASSERT_EQ(task->size(train::Split::test), 9);
+  EXPECT_EQ(whole->size(train::Split::val), 0);
+  const train::ValidationSplit split(18, 5, "folder");
+  // Consecutive evaluation chunks (read ahead by the loader threads), with and without a seed:
+  // validation example i is training image held_out[i] under the eval transform.
+  for (int64_t start = 0; start < 5; start += 2) {
+    const auto chunk = torch::arange(start, std::min<int64_t>(start + 2, 5), torch::kInt64);
+    const auto stored = split.to_stored(train::Split::val, chunk);
+    const auto expected = whole->make_batch(train::Split::train, stored, std::nullopt);
+    for (auto seed : {std::optional<uint64_t>(), std::optional<uint64_t>(42)}) {
+      const auto val = task->make_batch(train::Split::val, chunk, seed);
+      EXPECT_TRUE(val.inputs.equal(expected.inputs)) << start;
+      EXPECT_TRUE(val.targets.equal(expected.targets)) << start;
+    }
+  }
+  // Training index i is the i-th kept image.
+  const auto all = torch::arange(13, torch::kInt64);
+  EXPECT_TRUE(
+      task->make_batch(train::Split::train, all, std::nullopt)
+          .inputs.equal(whole
+                            ->make_batch(train::Split::train,
+                                         split.to_stored(train::Split::train, all), std::nullopt)
+                            .inputs));
+  data.val_size = 18;
+  try {
+    make_file_image_task(tiny_model(), data, 0, torch::kCPU);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("data.val_size = 18"), std::string::npos) << what;
+    EXPECT_NE(what.find("18 training examples of"), std::string::npos) << what;
+  }
+}
+
 TEST_F(FileImageTaskTest, BadPathsAreInputErrors) {
-  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data("", 0), {}, {}), InputError);
-  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "nope", 0), {}, {}),
+  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data("", 0), 0, torch::kCPU), InputError);
+  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "nope", 0), 0, torch::kCPU),
                InputError);
   // No validation images: nothing to evaluate on.
   std::filesystem::remove_all(dir_.path / "root/val");
-  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "root", 0), {}, {}),
+  EXPECT_THROW(make_file_image_task(tiny_model(), folder_data(dir_ / "root", 0), 0, torch::kCPU),
                InputError);
 }
 

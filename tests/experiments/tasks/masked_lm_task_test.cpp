@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "core/errors.h"
+#include "core/train/validation_split.h"
 #include "tests/experiments/data/text_test_util.h"
 
 namespace batchlab::experiments {
@@ -37,7 +38,7 @@ class MaskedLmTaskTest : public ::testing::Test {
     data_.seq_len = 32;
   }
   std::unique_ptr<MaskedLmTask> make() {
-    auto task = make_masked_lm_task(model_, data_, train_);
+    auto task = make_masked_lm_task(model_, data_, torch::kCPU);
     return std::unique_ptr<MaskedLmTask>(dynamic_cast<MaskedLmTask*>(task.release()));
   }
   static torch::Tensor first(int64_t n) { return torch::arange(n, torch::kInt64); }
@@ -45,14 +46,12 @@ class MaskedLmTaskTest : public ::testing::Test {
   static ScratchDir* dir_;
   config::ModelConfig model_;
   config::DataConfig data_;
-  config::TrainConfig train_;
 };
 ScratchDir* MaskedLmTaskTest::dir_ = nullptr;
 
 TEST_F(MaskedLmTaskTest, BatchesCarryIdsTargetsAndMaskedPositions) {
   auto task = make();
   ASSERT_TRUE(task);
-  EXPECT_EQ(task->metric_name(), "mlm_acc");
   EXPECT_EQ(task->corpus().tokenizer->vocab_size(), 300);
   EXPECT_EQ(task->size(train::Split::train), task->builder(train::Split::train).size());
   EXPECT_GT(task->size(train::Split::test), 0);
@@ -115,6 +114,65 @@ TEST_F(MaskedLmTaskTest, EvaluationMasksAreFixedTrainingMasksFollowTheSeed) {
   EXPECT_FALSE(t1.inputs.equal(t2.inputs));
 }
 
+// The unmasked sequences of a batch: the corrupted ids with the original ids put back.
+torch::Tensor original_ids(const torch::Tensor& ids, const torch::Tensor& positions,
+                           const torch::Tensor& labels) {
+  auto flat = ids.clone().view(-1);
+  flat.index_put_({positions}, labels);
+  return flat.view_as(ids);
+}
+
+torch::Tensor original_ids(const train::Batch& b) {
+  return original_ids(b.inputs, b.extras.at(kMlmPositions), b.targets);
+}
+
+TEST_F(MaskedLmTaskTest, ValidationSequencesAreHeldOutTrainingSequencesWithFixedMasks) {
+  auto whole = make();
+  const int64_t n = whole->size(train::Split::train);
+  EXPECT_EQ(whole->size(train::Split::val), 0);
+  data_.val_size = 10;
+  auto task = make();
+  ASSERT_EQ(task->size(train::Split::train), n - 10);
+  ASSERT_EQ(task->size(train::Split::val), 10);
+  const train::ValidationSplit split(n, 10, "corpus");
+  const auto& builder = whole->builder(train::Split::train);
+
+  // Validation example i is training sequence held_out[i].
+  const auto val = task->make_batch(train::Split::val, first(10), std::nullopt);
+  const auto ref = builder.build(split.held_out().data(), 10, 32, 1);
+  EXPECT_TRUE(
+      original_ids(val).equal(original_ids(ref.input_ids, ref.masked_positions, ref.labels)));
+  // Masked the same way at every evaluation, and never with the training masks.
+  const auto again = task->make_batch(train::Split::val, first(10), std::nullopt);
+  EXPECT_TRUE(again.inputs.equal(val.inputs));
+  EXPECT_TRUE(again.targets.equal(val.targets));
+  EXPECT_TRUE(task->make_batch(train::Split::val, first(10), 77).inputs.equal(val.inputs));
+
+  // Training index i is the i-th kept sequence.
+  const auto all = first(n - 10);
+  const auto kept = split.to_stored(train::Split::train, all);
+  const auto trained = task->make_batch(train::Split::train, all, 3);
+  const auto kept_ref = builder.build(kept.data_ptr<int64_t>(), n - 10, 32, 1);
+  EXPECT_TRUE(original_ids(trained).equal(
+      original_ids(kept_ref.input_ids, kept_ref.masked_positions, kept_ref.labels)));
+
+  // Another data seed: the same validation set.
+  data_.seed = 9;
+  EXPECT_TRUE(
+      make()->make_batch(train::Split::val, first(10), std::nullopt).inputs.equal(val.inputs));
+
+  data_.val_size = n;
+  try {
+    make();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.val_size"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(n) + " training examples of the text"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(MaskedLmTaskTest, SecondPhaseLengthFromSetProgress) {
   data_.seq_len_phase2 = 64;
   data_.phase2_fraction = 0.25;
@@ -161,13 +219,8 @@ TEST_F(MaskedLmTaskTest, ConfigurationErrorsNameTheKeys) {
   expect_error("model.arch = \"small_resnet\"");
   model_.arch = "bert_tiny";
 
-  model_.next_sentence = true;
-  expect_error("data.sentence_pair");
-  model_.next_sentence = false;
-
-  data_.seq_len = 128;  // model.max_seq_len = 64
-  expect_error("data.seq_len");
-  data_.seq_len = 32;
+  // next_sentence without sentence pairs and sequences longer than model.max_seq_len are config
+  // rules (core/config/validation.cpp, TextRules tests), reported before any data is read.
 
   data_.test_size = 1000000;
   expect_error("data.test_size");

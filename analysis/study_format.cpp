@@ -1,0 +1,216 @@
+// Renderings of a StudyReport (analysis/study_report.h): the cell and fit tables for
+// table/csv/markdown, and the JSON document the study figures (analysis/plots) draw from, so the
+// fit has one implementation.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/study_report.h"
+#include "analysis/table_builder.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json optional_json(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+bool any_varying(const StudyReport& report) {
+  for (const auto& c : report.cells) {
+    if (!c.varying.empty()) return true;
+  }
+  return false;
+}
+
+std::string cell_note(const StudyCellSummary& c) {
+  if (c.cell.status == "censored") {
+    return fmt::format("not reached within the cap of {} steps", c.cell.cap_steps);
+  }
+  if (c.cell.status == "searching") return "still searching";
+  return "";
+}
+
+std::string header(const StudyReport& report) {
+  const std::string constants =
+      report.constants.empty() ? ""
+                               : fmt::format("; constant: {}", fmt::join(report.constants, ", "));
+  return fmt::format(
+      "Scaling study: {} cells, {} trials; target {}{}.\nsteps/samples = to the target (crossing "
+      "interpolated in log-step) at the cell's best LR; basin = LR points within {:g}x of the "
+      "best steps; seed_range = steps over the seeds of the same setting and batch.\n",
+      report.cells.size(), report.cost.trials, fmt::join(report.targets, ", "), constants,
+      kBasinFactor);
+}
+
+std::string fit_header() {
+  return "Fit per series: S(B) = S_min + E_min/B, weighted least squares of steps on 1/B with "
+         "weights 1/S^2 (censored cells left out); _se = standard errors from the weighted fit's "
+         "covariance scaled by its residual variance; B_crit = E_min/S_min, its error by "
+         "propagation. B_simple = the mean over the series' trials of each run's average "
+         "noise scale.\n";
+}
+
+std::string cost_line(const StudyCost& cost) {
+  if (!cost.ratio) return "cost: no samples trained yet\n";
+  return fmt::format(
+      "cost: the study trained {} samples; the same LR grid with every trial run to its cap would "
+      "have trained {} samples ({:.2f}x more)\n",
+      cost.samples_trained, cost.samples_at_cap, *cost.ratio);
+}
+
+json trial_json(const StudyTrialRecord& t) {
+  return {{"run_id", t.run_id},
+          {"base_lr", t.base_lr},
+          {"lr_index", t.lr_index},
+          {"outcome", t.outcome},
+          {"last_step", optional_json(t.last_step)},
+          {"steps_to_target", optional_json(t.steps_to_target)},
+          {"samples_trained", optional_json(t.samples_trained)},
+          {"cap_samples", optional_json(t.cap_samples)},
+          {"reason", t.reason}};
+}
+
+json cell_json(const StudyCellSummary& c) {
+  json trials = json::array();
+  for (const auto& t : c.trials) trials.push_back(trial_json(t));
+  return {{"cell_id", c.cell.cell_id},
+          {"sweep_id", c.cell.sweep_id},
+          {"series", c.series},
+          {"optimizer", c.cell.optimizer},
+          {"setting", c.setting},
+          {"global_batch", c.cell.global_batch},
+          {"seed", c.cell.seed},
+          {"status", c.cell.status},
+          {"target_metric", c.cell.target_metric},
+          {"target_value", c.cell.target_value},
+          {"best_lr", optional_json(c.cell.best_lr)},
+          {"best_run_id", optional_json(c.cell.best_run_id)},
+          {"steps_to_target", optional_json(c.cell.steps_to_target)},
+          {"samples_to_target", optional_json(c.cell.samples_to_target)},
+          {"cap_steps", c.cell.cap_steps},
+          {"warmup_steps", c.cell.warmup_steps},
+          {"lr_points", c.lr_points},
+          {"basin_width", c.basin_width},
+          {"seeds", c.seeds},
+          {"seed_min", optional_json(c.seed_min)},
+          {"seed_max", optional_json(c.seed_max)},
+          {"trials", trials}};
+}
+
+json fit_json(const SeriesFit& f) {
+  json j = {{"series", f.series},
+            {"optimizer", f.optimizer},
+            {"searching", f.searching},
+            {"b_simple", optional_json(f.b_simple)},
+            {"b_simple_runs", f.b_simple_runs},
+            {"fit", nullptr}};
+  if (f.fit) {
+    j["fit"] = {{"points", f.fit->points},
+                {"batches", f.fit->batches},
+                {"s_min", f.fit->s_min},
+                {"e_min", f.fit->e_min},
+                {"b_crit", optional_json(f.fit->b_crit)},
+                {"s_min_se", optional_json(f.fit->s_min_se)},
+                {"e_min_se", optional_json(f.fit->e_min_se)},
+                {"b_crit_se", optional_json(f.fit->b_crit_se)},
+                {"cov_s_e", f.fit->cov_s_e},
+                {"censored", f.fit->excluded}};
+  }
+  return j;
+}
+
+std::string study_json(const StudyReport& report) {
+  json j = {{"kind", "study"},
+            {"targets", report.targets},
+            {"constants", report.constants},
+            {"basin_factor", kBasinFactor}};
+  j["cells"] = json::array();
+  for (const auto& c : report.cells) j["cells"].push_back(cell_json(c));
+  j["fits"] = json::array();
+  for (const auto& f : report.fits) j["fits"].push_back(fit_json(f));
+  j["cost"] = {{"trials", report.cost.trials},
+               {"samples_trained", report.cost.samples_trained},
+               {"samples_at_cap", report.cost.samples_at_cap},
+               {"ratio", optional_json(report.cost.ratio)}};
+  j["warnings"] = report.warnings;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+results::QueryResult study_cell_table(const StudyReport& report) {
+  TableBuilder b;
+  const bool settings = any_varying(report);
+  for (const auto& c : report.cells) {
+    b.text("optimizer", c.cell.optimizer);
+    if (settings) b.text("setting", c.varying);
+    b.integer("batch", c.cell.global_batch);
+    b.integer("seed", c.cell.seed);
+    b.text("status", c.cell.status);
+    b.number("best_lr", c.cell.best_lr, "{:.4g}");
+    b.number("steps", c.cell.steps_to_target, "{:.1f}");
+    b.number("samples", c.cell.samples_to_target, "{:.0f}");
+    b.integer("cap_steps", c.cell.cap_steps);
+    b.integer("lr_points", c.lr_points);
+    b.integer("basin", c.basin_width);
+    b.integer("seeds", c.seeds);
+    b.text("seed_range", c.seed_min ? fmt::format("{:.1f}-{:.1f}", *c.seed_min, *c.seed_max) : "");
+    b.text("note", cell_note(c));
+    b.end_row();
+  }
+  return b.table;
+}
+
+results::QueryResult study_fit_table(const StudyReport& report) {
+  TableBuilder b;
+  for (const auto& f : report.fits) {
+    const results::ScalingFit* fit = f.fit ? &*f.fit : nullptr;
+    auto value = [&](double results::ScalingFit::*field) {
+      return fit ? std::optional<double>(fit->*field) : std::nullopt;
+    };
+    auto maybe = [&](std::optional<double> results::ScalingFit::*field) {
+      return fit ? fit->*field : std::nullopt;
+    };
+    b.text("series", f.series);
+    b.integer("points", fit ? fit->points : 0);
+    b.number("S_min", value(&results::ScalingFit::s_min), "{:.1f}");
+    b.number("S_min_se", maybe(&results::ScalingFit::s_min_se), "{:.1f}");
+    b.number("E_min", value(&results::ScalingFit::e_min), "{:.0f}");
+    b.number("E_min_se", maybe(&results::ScalingFit::e_min_se), "{:.0f}");
+    b.number("B_crit", maybe(&results::ScalingFit::b_crit), "{:.0f}");
+    b.number("B_crit_se", maybe(&results::ScalingFit::b_crit_se), "{:.0f}");
+    b.number("B_simple", f.b_simple, "{:.0f}");
+    b.integer("B_simple_runs", f.b_simple_runs);
+    const auto b_crit = maybe(&results::ScalingFit::b_crit);
+    b.number("B_crit/B_simple",
+             b_crit && f.b_simple && *f.b_simple > 0 ? std::optional(*b_crit / *f.b_simple)
+                                                     : std::nullopt,
+             "{:.2f}");
+    b.text("censored", fit ? fmt::format("{}", fmt::join(fit->excluded, "; ")) : "");
+    b.end_row();
+  }
+  return b.table;
+}
+
+std::string format_study_report(const StudyReport& report, results::QueryFormat format) {
+  using results::QueryFormat;
+  if (format == QueryFormat::kJson) return study_json(report);
+  const auto cells = study_cell_table(report);
+  const auto fits = study_fit_table(report);
+  if (format == QueryFormat::kCsv) {
+    return results::format_csv(cells) + "\n" + results::format_csv(fits);
+  }
+  const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
+  std::string out = header(report) + gap + results::format_result(cells, format) + "\n" +
+                    fit_header() + gap + results::format_result(fits, format) + "\n" +
+                    cost_line(report.cost);
+  for (const auto& w : report.warnings) out += fmt::format("{}warning: {}\n", gap, w);
+  return out;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,234 @@
+#include "analysis/study_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "analysis/run_records.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+// Axes that are columns of their own (optimizer, batch, seed) or that the study searches (the LR):
+// the rest of a cell's axes are its setting.
+bool is_own_column(const std::string& key) {
+  static const std::set<std::string> keys = {"optim.name",    "batch.global", "train.seed",  "seed",
+                                             "optim.base_lr", "optimizer",    "global_batch"};
+  return keys.count(key) > 0;
+}
+
+std::map<std::string, std::string> setting_values(const StudyCellRecord& cell) {
+  auto values = flatten_toml(cell.cell_toml);
+  for (auto it = values.begin(); it != values.end();) {
+    it = is_own_column(it->first) ? values.erase(it) : std::next(it);
+  }
+  return values;
+}
+
+std::string join_values(const std::map<std::string, std::string>& values,
+                        const std::set<std::string>* only) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : values) {
+    if (only == nullptr || only->count(k)) parts.push_back(k + "=" + v);
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Settings and series labels: a series is an optimizer plus the setting keys that vary across the
+// study (a key constant over every cell would only lengthen every label; it is named once).
+void label_cells(const std::vector<StudyCellRecord>& cells, StudyReport& report) {
+  auto& out = report.cells;
+  std::vector<std::map<std::string, std::string>> settings;
+  std::map<std::string, std::set<std::string>> values_of;
+  for (const auto& c : cells) {
+    settings.push_back(setting_values(c));
+    for (const auto& [k, v] : settings.back()) values_of[k].insert(v);
+  }
+  std::set<std::string> varying;
+  for (const auto& [k, values] : values_of) {
+    const bool everywhere = std::all_of(settings.begin(), settings.end(),
+                                        [&](const auto& s) { return s.count(k) > 0; });
+    if (values.size() > 1 || !everywhere) {
+      varying.insert(k);
+    } else {
+      report.constants.push_back(k + "=" + *values.begin());
+    }
+  }
+  for (size_t i = 0; i < cells.size(); ++i) {
+    StudyCellSummary s;
+    s.cell = cells[i];
+    s.setting = join_values(settings[i], nullptr);
+    s.varying = join_values(settings[i], &varying);
+    s.series = s.varying.empty() ? cells[i].optimizer : cells[i].optimizer + " " + s.varying;
+    out.push_back(std::move(s));
+  }
+}
+
+// LR points and the basin: reached trials within kBasinFactor of the cell's best steps.
+void summarize_trials(const std::vector<StudyTrialRecord>& trials,
+                      std::vector<StudyCellSummary>& cells) {
+  std::map<std::string, StudyCellSummary*> by_id;
+  for (auto& c : cells) by_id[c.cell.cell_id] = &c;
+  for (const auto& t : trials) {
+    auto it = by_id.find(t.cell_id);
+    if (it != by_id.end()) it->second->trials.push_back(t);
+  }
+  for (auto& c : cells) {
+    c.lr_points = static_cast<int>(c.trials.size());
+    std::optional<double> best = c.cell.steps_to_target;
+    for (const auto& t : c.trials) {
+      if (t.outcome == "reached" && t.steps_to_target && (!best || *t.steps_to_target < *best)) {
+        best = t.steps_to_target;
+      }
+    }
+    if (!best) continue;
+    c.basin_width = static_cast<int>(std::count_if(c.trials.begin(), c.trials.end(), [&](auto& t) {
+      return t.outcome == "reached" && t.steps_to_target &&
+             *t.steps_to_target <= kBasinFactor * *best;
+    }));
+  }
+}
+
+// Cells that differ only in the seed: how many, and the range of their steps to target.
+void summarize_seeds(std::vector<StudyCellSummary>& cells) {
+  using Key = std::tuple<std::string, std::string, int64_t>;
+  std::map<Key, std::vector<StudyCellSummary*>> groups;
+  for (auto& c : cells) groups[{c.cell.optimizer, c.setting, c.cell.global_batch}].push_back(&c);
+  for (auto& [key, members] : groups) {
+    std::optional<double> low, high;
+    for (const auto* c : members) {
+      if (!c->cell.steps_to_target) continue;
+      low = std::min(low.value_or(*c->cell.steps_to_target), *c->cell.steps_to_target);
+      high = std::max(high.value_or(*c->cell.steps_to_target), *c->cell.steps_to_target);
+    }
+    for (auto* c : members) {
+      c->seeds = static_cast<int>(members.size());
+      if (members.size() > 1) {
+        c->seed_min = low;
+        c->seed_max = high;
+      }
+    }
+  }
+}
+
+std::string cell_name(const StudyCellSummary& c) {
+  return fmt::format("batch {} seed {}", c.cell.global_batch, c.cell.seed);
+}
+
+// The run average of B_simple per trial, then the mean over the series' trials.
+void average_noise_scale(const StudyCellSummary& c, const StudyRecords& records,
+                         std::vector<double>& run_means) {
+  for (const auto& t : c.trials) {
+    auto it = records.b_simple.find(t.run_id);
+    if (it == records.b_simple.end() || it->second.empty()) continue;
+    double sum = 0.0;
+    for (double v : it->second) sum += v;
+    run_means.push_back(sum / static_cast<double>(it->second.size()));
+  }
+}
+
+SeriesFit fit_series(const std::string& series, const std::vector<const StudyCellSummary*>& cells,
+                     const StudyRecords& records) {
+  SeriesFit out;
+  out.series = series;
+  out.optimizer = cells.front()->cell.optimizer;
+  std::vector<results::FitPoint> points;
+  std::vector<double> run_means;
+  for (const auto* c : cells) {
+    average_noise_scale(*c, records, run_means);
+    if (c->cell.status == "reached" && c->cell.steps_to_target && *c->cell.steps_to_target > 0) {
+      points.push_back({static_cast<double>(c->cell.global_batch), *c->cell.steps_to_target, false,
+                        cell_name(*c)});
+    } else if (c->cell.status == "censored") {
+      points.push_back({static_cast<double>(c->cell.global_batch),
+                        static_cast<double>(c->cell.cap_steps), true, cell_name(*c)});
+    } else {
+      out.searching.push_back(cell_name(*c));
+    }
+  }
+  out.fit = results::fit_scaling(points);
+  if (!run_means.empty()) {
+    double sum = 0.0;
+    for (double v : run_means) sum += v;
+    out.b_simple = sum / static_cast<double>(run_means.size());
+    out.b_simple_runs = static_cast<int>(run_means.size());
+  }
+  return out;
+}
+
+std::vector<SeriesFit> fit_all(const std::vector<StudyCellSummary>& cells,
+                               const StudyRecords& records) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const StudyCellSummary*>> by_series;
+  for (const auto& c : cells) {
+    auto& members = by_series[c.series];
+    if (members.empty()) order.push_back(c.series);
+    members.push_back(&c);
+  }
+  std::vector<SeriesFit> fits;
+  for (const auto& series : order) fits.push_back(fit_series(series, by_series[series], records));
+  return fits;
+}
+
+StudyCost cost_of(const std::vector<StudyTrialRecord>& trials) {
+  StudyCost cost;
+  cost.trials = static_cast<int>(trials.size());
+  for (const auto& t : trials) {
+    cost.samples_trained += t.samples_trained.value_or(0);
+    cost.samples_at_cap += t.cap_samples.value_or(0);
+  }
+  if (cost.samples_trained > 0) {
+    cost.ratio =
+        static_cast<double>(cost.samples_at_cap) / static_cast<double>(cost.samples_trained);
+  }
+  return cost;
+}
+
+std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
+  std::vector<std::string> out;
+  for (const auto& f : fits) {
+    if (!f.fit) {
+      out.push_back(
+          fmt::format("{}: no fit: fewer than 2 batch sizes reached the target", f.series));
+      continue;
+    }
+    if (!f.fit->excluded.empty()) {
+      out.push_back(fmt::format("{}: censored cells left out of the fit: {}", f.series,
+                                fmt::join(f.fit->excluded, ", ")));
+    }
+    if (!f.fit->b_crit) {
+      out.push_back(fmt::format(
+          "{}: S_min = {:.4g}, E_min = {:.4g}: no critical batch (the curve has no positive floor "
+          "and slope over the measured batches)",
+          f.series, f.fit->s_min, f.fit->e_min));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StudyReport build_study_report(const std::string& db_path, const StudyReportOptions& options) {
+  const StudyRecords records = read_study_records(db_path, options.sweep_id);
+  StudyReport report;
+  std::set<std::string> targets;
+  for (const auto& c : records.cells) {
+    targets.insert(fmt::format("{} {:g}", c.target_metric, c.target_value));
+  }
+  report.targets.assign(targets.begin(), targets.end());
+  label_cells(records.cells, report);
+  summarize_trials(records.trials, report.cells);
+  summarize_seeds(report.cells);
+  report.fits = fit_all(report.cells, records);
+  report.cost = cost_of(records.trials);
+  report.warnings = warnings_of(report.fits);
+  return report;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,84 @@
+// `batchlab report` on a scaling study (issue 13): per cell the best LR, steps and samples to the
+// target (the crossing interpolated in log-step), the status (reached / censored / searching), the
+// basin width and the seed range; per fit series (an optimizer, split further by any other non-LR,
+// non-batch axis that varies) the fit of S(B) = S_min + E_min / B (results/scaling_fit.h) beside
+// the run-averaged gradient noise scale B_simple of the same trials; and the study's cost in
+// samples. Computed from the study_cells, study_trials and noise_scale rows alone
+// (study_records.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/study_records.h"
+#include "results/query_result.h"
+#include "results/scaling_fit.h"
+
+namespace batchlab::analysis {
+
+// An LR point is in a cell's basin when its steps to target are within this factor of the best.
+inline constexpr double kBasinFactor = 1.25;
+
+struct StudyReportOptions {
+  std::optional<std::string> sweep_id;  // only this sweep's cells, when set
+};
+
+struct StudyCellSummary {
+  StudyCellRecord cell;
+  // The cell's non-LR axes other than the optimizer, the batch and the seed ("k=v, ..."), from
+  // cell_toml; "" when it has none.
+  std::string setting;
+  std::string varying;  // the part of `setting` whose keys vary across the study's cells
+  std::string series;   // the fit this cell belongs to (fits[].series)
+  int lr_points = 0;    // trials run in the cell
+  int basin_width = 0;  // reached trials with steps <= kBasinFactor x the cell's best
+  // The cells of the same setting and batch that differ only in the seed, this one included.
+  int seeds = 1;
+  std::optional<double> seed_min,
+      seed_max;  // their steps to target (reached cells), when seeds > 1
+  std::vector<StudyTrialRecord> trials;
+};
+
+struct SeriesFit {
+  std::string series;  // the optimizer, then "k=v" of the axes that vary across the study
+  std::string optimizer;
+  std::optional<results::ScalingFit> fit;  // nullopt: fewer than 2 batch sizes reached
+  std::vector<std::string> searching;      // cells still searching, left out of the fit
+  // Run-averaged noise scale: each trial's mean of its finite noise_scale.b_simple rows, then the
+  // mean of those per-run averages over the series' trials that have rows.
+  std::optional<double> b_simple;
+  int b_simple_runs = 0;
+};
+
+struct StudyCost {
+  int trials = 0;
+  int64_t samples_trained = 0;  // sum of study_trials.samples_trained
+  int64_t samples_at_cap = 0;   // sum of study_trials.cap_samples: every trial run to its cap
+  std::optional<double> ratio;  // samples_at_cap / samples_trained
+};
+
+struct StudyReport {
+  std::vector<std::string> targets;  // "val_acc 0.88", one per distinct cell target
+  // Setting keys with one value in every cell ("schedule.warmup_fraction=0.05"): shown once.
+  std::vector<std::string> constants;
+  std::vector<StudyCellSummary> cells;
+  std::vector<SeriesFit> fits;
+  StudyCost cost;
+  std::vector<std::string> warnings;
+};
+
+// Throws StoreInputError for a missing database or study tables without the documented columns.
+StudyReport build_study_report(const std::string& db_path, const StudyReportOptions& options);
+
+// The cell table and the fit table as result tables (for table/csv/markdown).
+results::QueryResult study_cell_table(const StudyReport& report);
+results::QueryResult study_fit_table(const StudyReport& report);
+
+// table / markdown: targets, the cell table, the fit table, the cost line and the warnings. csv:
+// the cell table, an empty line, the fit table. json: {"kind": "study", "targets", "cells" (each
+// with its "trials"), "fits", "cost", "warnings"} with unrounded numbers: the figures read it.
+std::string format_study_report(const StudyReport& report, results::QueryFormat format);
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,319 @@
+#include "cli/sweep_study.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "cli/app.h"
+#include "core/config/canonical.h"
+#include "core/errors.h"
+#include "results/query.h"
+#include "results/query_result.h"
+#include "sweeps/study_engine.h"
+#include "sweeps/study_trial_source.h"
+#include "sweeps/sweep_records.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+namespace study = sweeps::study;
+using results::ValueType;
+
+std::atomic<int> g_study_stop{0};
+extern "C" void on_study_stop_signal(int) { g_study_stop.fetch_add(1); }
+
+std::string lr_text(double lr) { return fmt::format("{:.6g}", lr); }
+
+// Every cell's first trial (its centre at the full cap), built once before anything runs so that a
+// config the study cannot make is reported now. nullopt where the centre waits for another cell.
+std::vector<std::optional<sweeps::Job>> first_trials(const study::StudyPlan& plan) {
+  std::vector<std::optional<sweeps::Job>> out;
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    const auto& cell = plan.cells[c];
+    if (!plan.study().lr_center && cell.previous) {
+      out.emplace_back();
+      continue;
+    }
+    const double centre = plan.study().lr_center.value_or(plan.job(c).base_lr);
+    out.emplace_back(study::make_trial(plan, c, centre, cell.max_cap_steps));
+  }
+  return out;
+}
+
+std::string describe_cell(const study::StudyPlan& plan, size_t c) {
+  return plan.plan->describe(plan.job(c));
+}
+
+// Progress lines of `sweep run` on a study.
+class StudyPrinter : public sweeps::RunObserver, public study::StudyObserver {
+ public:
+  explicit StudyPrinter(const study::StudyPlan& plan) : plan_(plan) {}
+
+  void cell_opened(const results::StudyCellRow& row, size_t c) override {
+    print("{} open      {}  centre {}  cap {} steps, warmup {}\n", tag(c), describe_cell(plan_, c),
+          lr_text(row.lr_center), row.cap_steps, row.warmup_steps);
+  }
+  void trial_started(const sweeps::Job& job, const results::StudyTrialRow& row, size_t c) override {
+    print("{} start     {}  lr {} (k={:+d})\n", tag(c), job.run_id, lr_text(row.base_lr),
+          row.lr_index);
+  }
+  void trial_ended(const sweeps::Job& job, const results::StudyTrialRow& row, size_t c) override {
+    std::string detail;
+    if (row.steps_to_target) detail = fmt::format("  {:.1f} steps to target", *row.steps_to_target);
+    if (row.reason && row.outcome != results::trial_outcome::kReached) detail = "  " + *row.reason;
+    print("{} {:<9} {}  lr {}{}\n", tag(c), row.outcome, job.run_id, lr_text(row.base_lr), detail);
+  }
+  void trial_interrupted(const sweeps::Job& job, const study::TrialEnd& end, size_t c) override {
+    print("{} {:<9} {}  {}\n", tag(c), end.status, job.run_id, end.error);
+  }
+  void stop_requested(const sweeps::Job& job, const study::StopRequest& stop) override {
+    print("  request   {}  {}\n", job.run_id, stop.text());
+  }
+  void cell_completed(const results::StudyCellRow& row, size_t c) override {
+    if (row.status == results::cell_status::kReached) {
+      print("{} {:<9} best lr {}: {:.1f} steps, {:.0f} samples\n", tag(c), row.status,
+            lr_text(row.best_lr.value_or(0)), row.steps_to_target.value_or(0),
+            row.samples_to_target.value_or(0));
+    } else {
+      print("{} {:<9} no trial reached the target within {} steps\n", tag(c), row.status,
+            row.cap_steps);
+    }
+  }
+  void finished(const sweeps::JobEvent& e) override {
+    if (e.retry) print("  retrying  {}  {}: {}\n", e.job->run_id, e.exit, e.error);
+  }
+  void stopping(int level) override {
+    print(level == 1 ? "stopping: asking the running trials to stop (they record preempted); "
+                       "press Ctrl-C again to kill them\n"
+                     : "killing the running trials\n");
+  }
+
+ private:
+  template <class... T>
+  static void print(fmt::format_string<T...> format, T&&... args) {
+    fmt::print(format, std::forward<T>(args)...);
+    std::fflush(stdout);
+  }
+  std::string tag(size_t c) const {
+    return fmt::format("[cell {:>{}}/{}]", c + 1, std::to_string(plan_.cells.size()).size(),
+                       plan_.cells.size());
+  }
+  const study::StudyPlan& plan_;
+};
+
+std::map<std::string, std::string> recorded_cell_statuses(const SweepContext& ctx) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  if (!std::filesystem::exists(ctx.spec.results, ec)) return out;
+  const auto r = results::query_readonly(
+      ctx.spec.results, "SELECT cell_id, status FROM study_cells WHERE sweep_id = ?1",
+      {ctx.plan.sweep_name});
+  for (const auto& row : r.rows) out[row[0].value_or("")] = row[1].value_or("?");
+  return out;
+}
+
+void print_summary(const SweepContext& ctx, const study::StudySummary& s) {
+  fmt::print(
+      "\nstudy {}: {} cells: {} reached, {} censored, {} still searching; {} trials ({} started "
+      "now{})\n",
+      ctx.spec.name, s.cells, s.reached, s.censored, s.searching, s.trials, s.started,
+      s.unfinished > 0 ? fmt::format(", {} failed", s.unfinished) : "");
+  if (s.samples_trained > 0) {
+    fmt::print("samples trained {} against {} with every trial run to its cap ({:.1f}x fewer)\n",
+               s.samples_trained, s.cap_samples,
+               static_cast<double>(s.cap_samples) / static_cast<double>(s.samples_trained));
+  }
+  if (s.stopped) fmt::print("stopped early: run the same command again to resume\n");
+  if (s.unfinished > 0) {
+    fmt::print(
+        "trials failed: their cells wait; `batchlab sweep status` shows why, and running "
+        "the same command again retries them\n");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int print_study_plan(const SweepContext& ctx, const std::string& format) {
+  const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
+  const auto firsts = first_trials(plan);
+  const auto recorded = recorded_cell_statuses(ctx);
+  const auto& st = plan.study();
+  auto centre_of = [&](size_t c) -> std::string {
+    if (firsts[c]) return lr_text(firsts[c]->base_lr);
+    return fmt::format("best of batch {}", plan.job(*plan.cells[c].previous).global_batch);
+  };
+  auto status_of = [&](size_t c) {
+    auto it = recorded.find(plan.cells[c].cell_id);
+    return it == recorded.end() ? std::string("new") : it->second;
+  };
+  fmt::memory_buffer out;
+  if (format == "json") {
+    fmt::format_to(std::back_inserter(out),
+                   "{{\"sweep\": {}, \"results\": {}, \"study\": {{\"target_metric\": {}, "
+                   "\"target_value\": {}, \"lr_factor\": {}, \"lr_points_max\": {}, "
+                   "\"evals_per_octave\": {}}},\n \"cells\": [",
+                   json_string(ctx.spec.name), json_string(ctx.spec.results),
+                   json_string(st.target_metric), st.target_value, st.lr_factor, st.lr_points_max,
+                   st.evals_per_octave);
+    for (size_t c = 0; c < plan.cells.size(); ++c) {
+      const auto& first = firsts[c];
+      fmt::format_to(
+          std::back_inserter(out),
+          "{}\n  {{\"index\": {}, \"cell_id\": \"{}\", \"coordinates\": {}, "
+          "\"centre\": {}, \"cap_steps\": {}, \"warmup_steps\": {}, "
+          "\"first_trial\": {}, \"status\": \"{}\"}}",
+          c ? "," : "", c + 1, plan.cells[c].cell_id, json_string(describe_cell(plan, c)),
+          first ? config::format_float(first->base_lr) : "null", plan.cells[c].max_cap_steps,
+          first ? std::to_string(first->derived.warmup_steps.value_or(0)) : "null",
+          first ? "\"" + first->run_id + "\"" : "null", status_of(c));
+    }
+    fmt::format_to(std::back_inserter(out), "]}}\n");
+  } else {
+    results::QueryResult table;
+    table.columns = {"#"};
+    for (const auto& k : ctx.plan.coordinate_keys) table.columns.push_back(k);
+    for (const char* c : {"cell_id", "centre", "cap", "warmup", "first trial", "status"}) {
+      table.columns.emplace_back(c);
+    }
+    for (size_t c = 0; c < plan.cells.size(); ++c) {
+      const auto& first = firsts[c];
+      std::vector<std::optional<std::string>> row = {std::to_string(c + 1)};
+      for (const auto& v : plan.job(c).coordinates) row.emplace_back(v);
+      row.emplace_back(plan.cells[c].cell_id);
+      row.emplace_back(centre_of(c));
+      row.emplace_back(std::to_string(plan.cells[c].max_cap_steps));
+      row.emplace_back(first ? std::to_string(first->derived.warmup_steps.value_or(0)) : "-");
+      row.emplace_back(first ? first->run_id : "-");
+      row.emplace_back(status_of(c));
+      table.types.emplace_back(row.size(), ValueType::kText);
+      table.rows.push_back(std::move(row));
+    }
+    fmt::format_to(std::back_inserter(out), "{}", results::format_table(table));
+    fmt::format_to(
+        std::back_inserter(out),
+        "\n{} cells, each a learning-rate search raced to {} {} {} (factor {}, at most "
+        "{} points, {} evaluations per octave); the first trial of a cell is its "
+        "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
+        plan.cells.size(), st.target_metric,
+        study::make_goal(st.target_metric, 0).higher_is_better ? ">=" : "<=", st.target_value,
+        st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results, ctx.spec.runs_dir);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
+              const WorkerChoice& workers) {
+  const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
+  first_trials(plan);  // a config the study cannot make is bad input, reported before anything runs
+  auto lock = try_coordinator_lock(ctx.layout, "run");
+  if (!lock) {
+    throw Error(fmt::format("sweep {} is already being run or checked: {} ({})", ctx.spec.name,
+                            ctx.layout.coordinator_lock_path(),
+                            sweeps::lock_description(ctx.layout.coordinator_lock_path())));
+  }
+  sweeps::SweepRecords records(ctx.spec, ctx.layout);
+  records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as decided
+  fmt::print("study {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
+             ctx.spec.results, ctx.spec.runs_dir, workers.describe());
+  std::fflush(stdout);
+
+  study::ProcessSourceOptions source_options;
+  source_options.run = options;
+  source_options.run.workers = workers.workers;
+  source_options.run.stop_requests = &g_study_stop;
+  StudyPrinter printer(plan);
+  study::ProcessTrialSource source(records, ctx.layout, ctx.spec.name, source_options, printer);
+  study::StudyEngine engine(plan, records.store(), records.sweep_id(), source, printer);
+
+  g_study_stop.store(0);
+  auto previous_int = std::signal(SIGINT, on_study_stop_signal);
+  auto previous_term = std::signal(SIGTERM, on_study_stop_signal);
+  study::StudySummary summary;
+  try {
+    summary = engine.run();
+  } catch (...) {
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+    throw;
+  }
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+  print_summary(ctx, summary);
+  return summary.stopped || summary.unfinished > 0 ? kExitFailed : kExitOk;
+}
+
+int print_study_status(const SweepContext& ctx) {
+  const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
+  std::error_code ec;
+  const std::string& db = ctx.spec.results;
+  fmt::print("study {}: {} cells -> {}\n", ctx.spec.name, plan.cells.size(), db);
+  if (!std::filesystem::exists(db, ec)) {
+    fmt::print("  not started\n");
+    return kExitOk;
+  }
+  // Fold what trials left behind when no coordinator runs (its own lock says so).
+  if (std::filesystem::exists(ctx.layout.root(), ec)) {
+    if (auto lock = try_coordinator_lock(ctx.layout, "status")) {
+      sweeps::SweepRecords records(ctx.spec, ctx.layout);
+      sweeps::Plan trials;
+      for (const auto& t : records.store().read_study_trials(ctx.spec.name)) {
+        sweeps::Job job;
+        job.run_id = t.run_id;
+        trials.jobs.push_back(job);
+      }
+      records.reconcile(trials);
+    } else {
+      fmt::print("  (a coordinator is active: {})\n",
+                 sweeps::lock_description(ctx.layout.coordinator_lock_path()));
+    }
+  }
+  const auto recorded = recorded_cell_statuses(ctx);
+  std::map<std::string, size_t> cells;
+  for (const auto& cell : plan.cells) {
+    auto it = recorded.find(cell.cell_id);
+    ++cells[it == recorded.end() ? std::string("not opened") : it->second];
+  }
+  std::string line;
+  for (const auto& [status, n] : cells) line += fmt::format("  {} {}", status, n);
+  fmt::print("  cells: {}\n", line);
+  const auto outcomes = results::query_readonly(
+      db,
+      "SELECT t.outcome, count(*), sum(t.samples_trained), sum(t.cap_samples) FROM study_trials t "
+      "JOIN study_cells c ON c.cell_id = t.cell_id WHERE c.sweep_id = ?1 GROUP BY t.outcome "
+      "ORDER BY t.outcome",
+      {ctx.spec.name});
+  line.clear();
+  for (const auto& row : outcomes.rows) {
+    line += fmt::format("  {} {}", row[0].value_or("?"), row[1].value_or("0"));
+  }
+  fmt::print("  trials:{}\n", line.empty() ? " none yet" : line);
+  const auto running = results::query_readonly(
+      db,
+      "SELECT t.run_id, t.base_lr, r.status, r.last_step, r.total_steps FROM study_trials t "
+      "JOIN study_cells c ON c.cell_id = t.cell_id LEFT JOIN runs r ON r.run_id = t.run_id "
+      "WHERE c.sweep_id = ?1 AND t.outcome = 'running' ORDER BY t.cell_id, t.lr_index",
+      {ctx.spec.name});
+  if (!running.rows.empty()) fmt::print("undecided trials:\n");
+  for (const auto& row : running.rows) {
+    fmt::print("  {}  lr {}  {}  step {}/{}\n", row[0].value_or("?"), row[1].value_or("?"),
+               row[2].value_or("not started"), row[3].value_or("-"), row[4].value_or("?"));
+  }
+  const auto table = results::query_readonly(
+      db,
+      "SELECT optimizer, global_batch AS batch, seed, status, best_lr, "
+      "round(steps_to_target, 1) AS steps, cap_steps AS cap, (SELECT count(*) FROM study_trials t "
+      "WHERE t.cell_id = c.cell_id) AS trials FROM study_cells c WHERE sweep_id = ?1 "
+      "ORDER BY optimizer, global_batch, seed",
+      {ctx.spec.name});
+  if (!table.rows.empty()) fmt::print("\n{}", results::format_table(table));
+  return kExitOk;
+}
+
+}  // namespace batchlab::cli

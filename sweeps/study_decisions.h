@@ -1,0 +1,99 @@
+// The decisions of a scaling study, as pure functions over one cell's evaluation rows: no I/O, no
+// clock, so the coordinator, its resume after kill -9 (which replays them from stored rows) and
+// the tests (curves given by hand) all decide alike. docs/sweeps.md "Studies" states the rules:
+//
+//   crossing   where a curve reaches a level, interpolated in log-step between the evaluations
+//              around it (contract C3 of issue 13);
+//   race       once a trial reaches the target at S*, every other trial of the cell stops at S*;
+//   pruning    a trial whose current metric another trial reached in half as many steps or fewer
+//              stops, only after warmup (never against a trial within 2x);
+//   outcome    reached | capped | pruned | diverged | stopped_by_race, from how a trial ended;
+//   bracket    centre, then its two neighbours, then one more point towards the best until the
+//              best is interior or lr_points_max points ran.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace batchlab::sweeps::study {
+
+// The study's goal: a validation metric and the value to reach.
+struct Goal {
+  std::string metric;  // val_acc | val_loss
+  double value = 0.0;
+  bool higher_is_better = true;  // accuracies; losses are reached from above
+};
+Goal make_goal(const std::string& metric, double value);
+// Whether `value` is at least as good as `level` for this goal's metric.
+bool at_least_as_good(const Goal& goal, double value, double level);
+
+// One evaluation of a trial: the study's metric after `step` updates (nullopt: not finite).
+struct EvalPoint {
+  int64_t step = 0;
+  std::optional<double> value;
+};
+using Curve = std::vector<EvalPoint>;  // in step order
+
+// Where `curve` first reaches `level` (the goal's direction): between the last evaluation before
+// (s1, m1) and the first at or past it (s2, m2), log S = log s1 + (level - m1) / (m2 - m1) *
+// (log s2 - log s1); S = s2 when there is no usable earlier evaluation. nullopt: never reached.
+std::optional<double> crossing(const Curve& curve, const Goal& goal, double level);
+std::optional<double> steps_to_target(const Curve& curve, const Goal& goal);
+
+// A stop request (contract C2): the trial ends at its first evaluation with step >= `step`.
+struct StopRequest {
+  std::string reason;  // stopped_by_race | pruned
+  int64_t step = 0;
+  std::string text() const;  // "stopped_by_race at step 42", as the trainer records it
+};
+// Parses runs.error of a stopped run ("pruned at step 12"); nullopt for other text.
+std::optional<StopRequest> parse_stop_error(const std::string& error);
+
+// What the decisions see of one trial of a cell.
+struct TrialView {
+  int64_t lr_index = 0;
+  Curve curve;
+  bool ended = false;
+  std::string run_status;  // the run's final status once ended (done, diverged, stopped, ...)
+  std::string run_error;   // runs.error ("pruned at step 12" for a stopped run)
+};
+
+// The trial that reached the target first (smallest interpolated crossing; ties: the smaller
+// |lr_index|, then the smaller lr_index), or nullopt while none has.
+std::optional<size_t> race_leader(const std::vector<TrialView>& trials, const Goal& goal);
+
+// The race: the request for trial `i` once another trial reached the target at S* (it stops at
+// its first evaluation at or past ceil(S*), after which it could no longer win).
+std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_t i,
+                                     const Goal& goal);
+
+// Pruning: the first evaluation (s, m) of trial `i` past `warmup_steps` whose metric m another
+// trial reached at a crossing s_j with 2 * s_j <= s. The request's step is that s.
+std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
+                                      const Goal& goal, int64_t warmup_steps);
+
+// The outcome of an ended trial (results::trial_outcome values), or nullopt when its run ended
+// without a result (failed, preempted, oom: it runs again).
+std::optional<std::string> trial_outcome(const TrialView& trial, const Goal& goal);
+
+// Ranking of ended trials: reached ones first by steps to target, then the others by their best
+// metric, then those without a finite metric, diverged ones last; among diverged or metric-less
+// ones the smaller learning rate first (divergence says the rate was too high). Ties: the smaller
+// |lr_index|, then the smaller one.
+bool ranks_before(const TrialView& a, const TrialView& b, const Goal& goal);
+
+// What a cell does next.
+struct BracketStep {
+  std::vector<int64_t> add;    // lr indices to run next, in the order to start them
+  bool complete = false;       // the search is over
+  std::optional<size_t> best;  // the best ended trial (when complete)
+};
+// Decides from the cell's trials: none yet -> {0, -1, +1}; some still running -> wait; all ended
+// -> the best at an edge adds its outer neighbour while fewer than `lr_points_max` ran, else
+// complete.
+BracketStep next_bracket_step(const std::vector<TrialView>& trials, const Goal& goal,
+                              int64_t lr_points_max);
+
+}  // namespace batchlab::sweeps::study

@@ -1,0 +1,381 @@
+#include "sweeps/study_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace batchlab::sweeps::study {
+
+namespace outcome = results::trial_outcome;
+namespace cell_status = results::cell_status;
+
+std::optional<double> study_metric(const results::EvalRow& row, const std::string& metric) {
+  const auto& value = metric == "val_loss" ? row.val_loss : row.val_acc;
+  if (!value || !std::isfinite(*value)) return std::nullopt;
+  return value;
+}
+
+namespace {
+
+enum class Phase { pending, running, ended, failed };
+
+struct Trial {
+  Job job;
+  size_t cell = 0;
+  size_t order = 0;  // decision order: the start order within a cell
+  Phase phase = Phase::pending;
+  TrialView view;
+  std::optional<StopRequest> stop;
+  results::StudyTrialRow row;
+};
+
+struct CellState {
+  bool open = false;
+  bool complete = false;
+  results::StudyCellRow row;
+  std::vector<size_t> trials;
+};
+
+Curve curve_of(const std::vector<results::EvalRow>& evals, const std::string& metric) {
+  Curve curve;
+  for (const auto& e : evals) curve.push_back({e.step, study_metric(e, metric)});
+  return curve;
+}
+
+// The run status and error an outcome stands for, for trials whose outcome was stored.
+void restore_ending(const std::string& stored, const std::optional<std::string>& reason,
+                    TrialView& view) {
+  view.ended = true;
+  if (stored == outcome::kDiverged) {
+    view.run_status = std::string(results::run_status::kDiverged);
+  } else if (stored == outcome::kPruned || stored == outcome::kStoppedByRace) {
+    view.run_status = std::string(results::run_status::kStopped);
+  } else {
+    view.run_status = std::string(results::run_status::kDone);
+  }
+  view.run_error = reason.value_or("");
+}
+
+}  // namespace
+
+struct StudyEngine::State {
+  const StudyPlan& plan;
+  results::Store& store;
+  std::string sweep_id;
+  TrialSource& source;
+  StudyObserver& observer;
+  Goal goal;
+  std::vector<CellState> cells;
+  std::vector<Trial> trials;
+  std::map<std::string, size_t> by_run_id;
+  StudySummary summary;
+
+  State(const StudyPlan& p, results::Store& s, std::string id, TrialSource& src, StudyObserver& o)
+      : plan(p),
+        store(s),
+        sweep_id(std::move(id)),
+        source(src),
+        observer(o),
+        goal(make_goal(p.study().target_metric, p.study().target_value)),
+        cells(p.cells.size()) {}
+
+  std::vector<TrialView> views(size_t cell) const {
+    std::vector<TrialView> out;
+    for (size_t t : cells[cell].trials) out.push_back(trials[t].view);
+    return out;
+  }
+
+  size_t position_in_cell(size_t t) const {
+    const auto& list = cells[trials[t].cell].trials;
+    return static_cast<size_t>(std::find(list.begin(), list.end(), t) - list.begin());
+  }
+
+  // ---- resume: cells and trials as the database holds them
+
+  void load() {
+    std::map<std::string, results::StudyCellRow> stored_cells;
+    for (auto& row : store.read_study_cells(sweep_id)) stored_cells[row.cell_id] = row;
+    std::map<std::string, size_t> cell_index;
+    for (size_t c = 0; c < plan.cells.size(); ++c) {
+      cell_index[plan.cells[c].cell_id] = c;
+      auto it = stored_cells.find(plan.cells[c].cell_id);
+      if (it == stored_cells.end()) continue;
+      cells[c].open = true;
+      cells[c].row = it->second;
+      cells[c].complete = it->second.status != cell_status::kSearching;
+    }
+    for (auto& row : store.read_study_trials(sweep_id)) {
+      auto it = cell_index.find(row.cell_id);
+      if (it == cell_index.end() || !cells[it->second].open) continue;
+      const size_t t = add_trial(it->second, row.lr_index);
+      Trial& trial = trials[t];
+      if (trial.job.run_id != row.run_id) {
+        throw Error(fmt::format(
+            "study {}: stored trial {} of cell {} does not match the spec's trial {} at "
+            "lr_index {}; the base experiment changed under the study (use a new sweep name)",
+            sweep_id, row.run_id, row.cell_id, trial.job.run_id, row.lr_index));
+      }
+      trial.row = row;
+      if (row.outcome == outcome::kRunning) continue;  // runs again (or is found ended)
+      trial.phase = Phase::ended;
+      restore_ending(row.outcome, row.reason, trial.view);
+      trial.view.curve = curve_of(store.read_evals(row.run_id), goal.metric);
+    }
+  }
+
+  // ---- cells
+
+  bool ready(size_t c) const {
+    const auto& previous = plan.cells[c].previous;
+    return plan.study().lr_center || !previous || cells[*previous].complete;
+  }
+
+  double centre_of(size_t c) const {
+    if (plan.study().lr_center) return *plan.study().lr_center;
+    const auto& previous = plan.cells[c].previous;
+    if (previous && cells[*previous].row.best_lr) return *cells[*previous].row.best_lr;
+    return plan.job(c).base_lr;
+  }
+
+  int64_t cap_of(size_t c) const {
+    std::vector<ReachedPoint> reached;
+    for (size_t o = 0; o < cells.size(); ++o) {
+      const auto& other = cells[o].row;
+      if (plan.cells[o].line != plan.cells[c].line || !cells[o].complete ||
+          other.status != cell_status::kReached || other.global_batch >= plan.job(c).global_batch) {
+        continue;
+      }
+      reached.push_back({other.global_batch, *other.steps_to_target});
+    }
+    return cap_from_fit(reached, plan.job(c).global_batch, plan.cells[c].max_cap_steps);
+  }
+
+  bool open_ready_cells() {
+    bool opened = false;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (cells[c].open || !ready(c)) continue;
+      opened = true;
+      const Job& job = plan.job(c);
+      auto& row = cells[c].row;
+      row.cell_id = plan.cells[c].cell_id;
+      row.sweep_id = sweep_id;
+      row.optimizer = job.optimizer;
+      row.global_batch = job.global_batch;
+      row.seed = job.seed;
+      row.cell_toml = plan.cells[c].cell_toml;
+      row.target_metric = goal.metric;
+      row.target_value = goal.value;
+      row.lr_center = centre_of(c);
+      row.lr_factor = plan.study().lr_factor;
+      row.cap_steps = cap_of(c);
+      row.warmup_steps =
+          make_trial(plan, c, row.lr_center, row.cap_steps).derived.warmup_steps.value_or(0);
+      row.status = std::string(cell_status::kSearching);
+      store.write_study_cells({row});
+      cells[c].open = true;
+      observer.cell_opened(row, c);
+    }
+    return opened;
+  }
+
+  // Adds the trial at `lr_index` to an open cell (the caller records it as decided).
+  size_t add_trial(size_t c, int64_t lr_index) {
+    const auto& cell = cells[c].row;
+    Trial trial;
+    trial.cell = c;
+    trial.order = cells[c].trials.size();
+    const double lr = lr_at(cell.lr_center, cell.lr_factor, lr_index);
+    trial.job = make_trial(plan, c, lr, cell.cap_steps);
+    trial.view.lr_index = lr_index;
+    trial.row.run_id = trial.job.run_id;
+    trial.row.cell_id = cell.cell_id;
+    trial.row.base_lr = lr;
+    trial.row.lr_index = lr_index;
+    trial.row.outcome = std::string(outcome::kRunning);
+    trial.row.cap_samples = cell.cap_steps * cell.global_batch;
+    if (by_run_id.count(trial.job.run_id) > 0) {
+      throw Error(fmt::format("study {}: trial {} decided twice (cell {}, lr_index {})", sweep_id,
+                              trial.job.run_id, cell.cell_id, lr_index));
+    }
+    trials.push_back(std::move(trial));
+    const size_t t = trials.size() - 1;
+    by_run_id[trials[t].job.run_id] = t;
+    cells[c].trials.push_back(t);
+    return t;
+  }
+
+  void complete_cell(size_t c, size_t best_position) {
+    auto& row = cells[c].row;
+    const Trial& best = trials[cells[c].trials[best_position]];
+    const auto steps = steps_to_target(best.view.curve, goal);
+    row.status = std::string(steps ? cell_status::kReached : cell_status::kCensored);
+    row.best_run_id = best.job.run_id;
+    row.best_lr = best.row.base_lr;
+    row.steps_to_target = steps;
+    if (steps) row.samples_to_target = *steps * static_cast<double>(row.global_batch);
+    row.updated_at.reset();
+    store.write_study_cells({row});
+    cells[c].complete = true;
+    observer.cell_completed(row, c);
+  }
+
+  // Cells whose trials all ended decide: more points (recorded together, in one transaction, so
+  // a resume sees all of them or none), or done.
+  bool advance_cells() {
+    bool changed = false;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (!cells[c].open || cells[c].complete) continue;
+      const BracketStep step = next_bracket_step(views(c), goal, plan.study().lr_points_max);
+      std::vector<results::StudyTrialRow> decided;
+      for (int64_t k : step.add) decided.push_back(trials[add_trial(c, k)].row);
+      store.write_study_trials(decided);
+      if (step.complete) complete_cell(c, *step.best);
+      changed = changed || !decided.empty() || step.complete;
+    }
+    return changed;
+  }
+
+  // Opens and advances cells until nothing changes: a completed cell may open the next one.
+  void settle() {
+    while (open_ready_cells() || advance_cells()) {
+    }
+  }
+
+  // ---- trials
+
+  void absorb(const SourceEvents& events) {
+    for (const auto& u : events.updates) {
+      auto it = by_run_id.find(u.run_id);
+      if (it != by_run_id.end()) trials[it->second].view.curve = curve_of(u.evals, goal.metric);
+    }
+    for (const auto& end : events.ended) {
+      auto it = by_run_id.find(end.run_id);
+      if (it != by_run_id.end()) finish(it->second, end);
+    }
+  }
+
+  void finish(size_t t, const TrialEnd& end) {
+    Trial& trial = trials[t];
+    trial.view.curve = curve_of(end.evals, goal.metric);
+    trial.view.ended = true;
+    trial.view.run_status = end.status;
+    trial.view.run_error = end.error;
+    const auto result = trial_outcome(trial.view, goal);
+    if (!result) {
+      // No result: a crash after its retries (the cell waits for a rerun of the study), or an
+      // interruption (it runs again).
+      trial.view.ended = false;
+      trial.phase = end.status == results::run_status::kFailed ? Phase::failed : Phase::pending;
+      observer.trial_interrupted(trial.job, end, trial.cell);
+      return;
+    }
+    trial.phase = Phase::ended;
+    auto& row = trial.row;
+    const int64_t batch = trial.job.global_batch;
+    const int64_t trained =
+        end.last_step.value_or(trial.view.curve.empty() ? 0 : trial.view.curve.back().step);
+    row.outcome = *result;
+    row.last_step = trial.view.curve.empty() ? std::nullopt
+                                             : std::optional<int64_t>(trial.view.curve.back().step);
+    row.steps_to_target = steps_to_target(trial.view.curve, goal);
+    row.samples_trained = trained * batch;
+    row.reason = end.error.empty() ? std::nullopt : std::optional<std::string>(end.error);
+    if (*result == outcome::kCapped) {
+      row.reason = fmt::format("ran to the cap ({} steps) without reaching the target",
+                               cells[trial.cell].row.cap_steps);
+    }
+    row.decided_at.reset();
+    store.write_study_trials({row});
+    observer.trial_ended(trial.job, row, trial.cell);
+  }
+
+  // The race and pruning for every running trial; a request is only ever made earlier.
+  void race_and_prune() {
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const auto& list = cells[c].trials;
+      if (list.empty()) continue;
+      const auto all = views(c);
+      for (size_t i = 0; i < list.size(); ++i) {
+        Trial& trial = trials[list[i]];
+        if (trial.phase != Phase::running) continue;
+        auto request = race_stop(all, i, goal);
+        auto pruned = prune_stop(all, i, goal, cells[c].row.warmup_steps);
+        if (pruned && (!request || pruned->step < request->step)) request = pruned;
+        if (!request || (trial.stop && trial.stop->step <= request->step)) continue;
+        trial.stop = request;
+        source.request_stop(trial.job.run_id, *request);
+        observer.stop_requested(trial.job, *request);
+      }
+    }
+  }
+
+  std::optional<size_t> next_pending() const {
+    std::optional<size_t> next;
+    for (size_t t = 0; t < trials.size(); ++t) {
+      if (trials[t].phase != Phase::pending) continue;
+      if (!next || std::make_pair(trials[t].cell, trials[t].order) <
+                       std::make_pair(trials[*next].cell, trials[*next].order)) {
+        next = t;
+      }
+    }
+    return next;
+  }
+
+  void launch() {
+    while (!source.stopping() && source.running() < source.slots()) {
+      const auto t = next_pending();
+      if (!t) return;
+      Trial& trial = trials[*t];
+      trial.stop = race_stop(views(trial.cell), position_in_cell(*t), goal);
+      trial.phase = Phase::running;
+      ++summary.started;
+      observer.trial_started(trial.job, trial.row, trial.cell);
+      source.start(trial.job, trial.stop);
+    }
+  }
+
+  bool can_progress() const {
+    if (source.running() > 0) return true;
+    return !source.stopping() && next_pending().has_value();
+  }
+
+  void summarize() {
+    summary.cells = cells.size();
+    summary.trials = trials.size();
+    summary.stopped = source.stopping();
+    for (const auto& c : cells) {
+      if (c.complete && c.row.status == cell_status::kReached) ++summary.reached;
+      if (c.complete && c.row.status == cell_status::kCensored) ++summary.censored;
+      if (!c.complete) ++summary.searching;
+    }
+    for (const auto& t : trials) {
+      if (t.phase == Phase::failed) ++summary.unfinished;
+      summary.samples_trained += t.row.samples_trained.value_or(0);
+      summary.cap_samples += t.row.cap_samples.value_or(0);
+    }
+  }
+};
+
+StudyEngine::StudyEngine(const StudyPlan& plan, results::Store& store, std::string sweep_id,
+                         TrialSource& source, StudyObserver& observer)
+    : state_(std::make_unique<State>(plan, store, std::move(sweep_id), source, observer)) {}
+
+StudyEngine::~StudyEngine() = default;
+
+StudySummary StudyEngine::run() {
+  State& s = *state_;
+  s.load();
+  while (true) {
+    s.settle();
+    s.launch();
+    if (!s.can_progress()) break;
+    s.absorb(s.source.poll());
+    s.race_and_prune();
+  }
+  s.summarize();
+  return s.summary;
+}
+
+}  // namespace batchlab::sweeps::study

@@ -1,0 +1,181 @@
+// Reading a spec's [study] section (spec.h StudySpec): every rule is checked here, at `sweep plan`,
+// and reported with its file:line:col before anything runs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/config/schema.h"
+#include "core/config/suggest.h"
+#include "core/config/toml_text.h"
+#include "sweeps/spec_reader.h"
+
+namespace batchlab::sweeps {
+
+namespace {
+
+const std::vector<std::string> kStudyKeys = {"evals_per_octave", "lr_center",   "lr_factor",
+                                             "lr_points_max",    "max_samples", "max_steps",
+                                             "target",           "warmup"};
+
+// Experiment keys a study sets on every trial itself; the spec must not assign them. The learning
+// rate may be given a fixed value ([set], [when]: the first batch's centre), never an axis.
+struct OwnedKey {
+  const char* key;
+  bool fixed_value_allowed;
+  const char* rule;
+};
+const OwnedKey kOwnedKeys[] = {
+    {"optim.base_lr", true,
+     "the study searches the learning rate of every cell: remove it from the grid (give the first "
+     "centre with optim.base_lr in the base, [set] or [when], or [study] lr_center)"},
+    {"schedule.steps", false, "each trial's length is the study's cap: use [study] max_steps"},
+    {"schedule.epochs", false, "each trial's length is the study's cap: use [study] max_samples"},
+    {"schedule.budget", false, "each trial's length is the study's cap: use [study] max_steps"},
+    {"train.evals_per_octave", false, "set by the study: use [study] evals_per_octave"},
+    {"train.target", false, "set by the study: use [study] target"},
+    {"train.stop_at_target", false, "set by the study (a trial stops at the study's target)"},
+};
+
+std::optional<double> number_of(const toml::node& node) {
+  if (const auto* i = node.as_integer()) return static_cast<double>(i->get());
+  if (const auto* f = node.as_floating_point()) return f->get();
+  return std::nullopt;
+}
+
+}  // namespace
+
+void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
+  const toml::table* table = table_at(doc, "study");
+  if (table == nullptr) return;
+  StudySpec study;
+  study.where = location_of(*table);
+  for (auto&& [key, node] : *table) {
+    const std::string name(key.str());
+    if (std::find(kStudyKeys.begin(), kStudyKeys.end(), name) != kStudyKeys.end()) continue;
+    auto close = config::closest_match(name, kStudyKeys);
+    error(location_of(key), "study." + name, config::render_node(node),
+          close ? fmt::format("unknown key, did you mean study.{}?", *close)
+                : "unknown key; [study] has " + config::join_choices(kStudyKeys, " and "));
+  }
+  // A number under `key` that satisfies `ok`, else an error with `rule`.
+  auto number = [&](const char* key, bool integer, auto ok, const char* rule) {
+    std::optional<double> out;
+    const toml::node* node = table->get(key);
+    if (node == nullptr) return out;
+    const auto value = number_of(*node);
+    if (!value || (integer && !node->is_integer()) || !ok(*value)) {
+      error(location_of(*node), fmt::format("study.{}", key), config::render_node(*node), rule);
+      return out;
+    }
+    return value;
+  };
+  if (const toml::node* target = table->get("target")) {
+    read_study_target(*target, study);
+  } else {
+    error(study.where, "study.target", "",
+          "missing; give the goal, e.g. target = { metric = \"val_acc\", value = 0.88 }");
+  }
+  if (auto v = number(
+          "lr_factor", false, [](double x) { return x > 1.0; },
+          "must be a number > 1 (the spacing of the learning-rate points)")) {
+    study.lr_factor = *v;
+  }
+  if (auto v = number(
+          "lr_points_max", true, [](double x) { return x >= 3; },
+          "must be an integer >= 3: the centre and its two neighbours at least")) {
+    study.lr_points_max = static_cast<int64_t>(*v);
+  }
+  study.lr_center = number(
+      "lr_center", false, [](double x) { return x > 0.0; }, "must be a learning rate > 0");
+  if (auto v = number(
+          "max_samples", true, [](double x) { return x > 0; },
+          "must be an integer > 0 (training samples per trial at most)")) {
+    study.max_samples = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(
+          "max_steps", true, [](double x) { return x > 0; },
+          "must be an integer > 0 (updates per trial at most)")) {
+    study.max_steps = static_cast<int64_t>(*v);
+  }
+  if (table->get("max_samples") != nullptr && table->get("max_steps") != nullptr) {
+    const toml::node& second = *table->get("max_steps");
+    error(location_of(second), "study.max_steps", config::render_node(second),
+          "give the per-trial cap once: max_samples or max_steps, not both");
+  }
+  if (auto v = number(
+          "evals_per_octave", true, [](double x) { return x >= 1; },
+          "must be an integer >= 1 (evaluations per doubling of the step count)")) {
+    study.evals_per_octave = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(
+          "warmup", false, [](double x) { return x >= 0.0 && x < 1.0; },
+          "must be a fraction of the cap in [0, 1), e.g. 0.05")) {
+    study.warmup = *v;
+  }
+  spec.study = study;
+  check_study_owned_keys(spec);
+}
+
+void SpecReader::read_study_target(const toml::node& node, StudySpec& study) {
+  study.target_where = location_of(node);
+  const auto* target = node.as_table();
+  const toml::node* metric = target != nullptr ? target->get("metric") : nullptr;
+  const toml::node* value = target != nullptr ? target->get("value") : nullptr;
+  if (metric == nullptr || value == nullptr || target->size() != 2) {
+    error(study.target_where, "study.target", config::render_node(node),
+          "must be a table of metric and value, e.g. { metric = \"val_acc\", value = 0.88 }");
+    return;
+  }
+  const auto& names = config::target_metric_names();
+  const std::string name = metric->is_string() ? metric->as_string()->get() : "";
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    auto close = config::closest_match(name, names);
+    error(location_of(*metric), "study.target.metric", config::render_node(*metric),
+          fmt::format("no such metric{}; a study's target is val_acc or val_loss",
+                      close ? fmt::format(" (did you mean {}?)", *close) : std::string()));
+    return;
+  }
+  if (!config::is_validation_metric(name)) {
+    error(location_of(*metric), "study.target.metric", config::render_node(*metric),
+          "a study selects on held-out validation data, never on the test or training set: use a "
+          "val_ metric (val_acc or val_loss) and hold out a validation split with data.val_size");
+    return;
+  }
+  const auto v = number_of(*value);
+  const bool accuracy = config::is_accuracy_metric(name);
+  if (!v || !std::isfinite(*v) || (accuracy && !(*v > 0.0 && *v <= 1.0)) || *v < 0.0) {
+    error(location_of(*value), "study.target.value", config::render_node(*value),
+          accuracy ? "an accuracy target must be in (0, 1]: a fraction, e.g. 0.88"
+                   : "a loss target must be a number >= 0");
+    return;
+  }
+  study.target_metric = name;
+  study.target_value = *v;
+}
+
+void SpecReader::check_study_owned_keys(const SweepSpec& spec) {
+  for (const auto& owned : kOwnedKeys) {
+    for (const auto& dim : spec.dimensions) {
+      for (const auto& axis : dim.axes) {
+        if (axis.key != owned.key) continue;
+        error(axis.where, axis.key, "", fmt::format("cannot be swept in a study: {}", owned.rule));
+      }
+    }
+    if (owned.fixed_value_allowed) continue;
+    for (const auto& s : spec.set) {
+      if (s.key == owned.key) {
+        error(s.value.where, "[set] " + s.key, s.value.text, std::string(owned.rule));
+      }
+    }
+    for (const auto& w : spec.whens) {
+      for (const auto& s : w.settings) {
+        if (s.key == owned.key) {
+          error(s.value.where, s.key, s.value.text, std::string(owned.rule));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace batchlab::sweeps

@@ -1,0 +1,170 @@
+// The study's decisions as pure functions of evaluation rows: the interpolated crossing, the race,
+// pruning (after warmup, never within 2x), outcomes and the learning-rate bracket.
+#include "sweeps/study_decisions.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace batchlab::sweeps::study {
+namespace {
+
+const Goal kAcc = make_goal("val_acc", 0.7);
+const Goal kLoss = make_goal("val_loss", 0.5);
+
+TrialView trial(int64_t k, Curve curve, bool ended = false, std::string status = "",
+                std::string error = "") {
+  TrialView t;
+  t.lr_index = k;
+  t.curve = std::move(curve);
+  t.ended = ended;
+  t.run_status = std::move(status);
+  t.run_error = std::move(error);
+  return t;
+}
+
+TEST(StudyCrossing, InterpolatesInLogStepBetweenTheEvaluationsAroundTheTarget) {
+  const Curve curve = {{1, 0.1}, {2, 0.5}, {4, 0.9}, {8, 0.95}};
+  // Half-way from 0.5 to 0.9 is half-way from log 2 to log 4: 2 * sqrt(2).
+  EXPECT_NEAR(steps_to_target(curve, kAcc).value(), 2.0 * std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(steps_to_target(curve, make_goal("val_acc", 0.9)).value(), 4.0);  // exactly at 4
+  EXPECT_EQ(steps_to_target({{3, 0.8}}, kAcc).value(), 3.0);  // first evaluation, none before
+  EXPECT_FALSE(steps_to_target(curve, make_goal("val_acc", 0.99)).has_value());
+  // A loss is reached from above.
+  const Curve loss = {{10, 2.0}, {20, 1.0}, {40, 0.25}};
+  const double expected = std::exp(std::log(20.0) + (0.5 - 1.0) / (0.25 - 1.0) * std::log(2.0));
+  EXPECT_NEAR(steps_to_target(loss, kLoss).value(), expected, 1e-9);
+  // A non-finite evaluation before the crossing leaves the crossing at the reaching step.
+  EXPECT_EQ(steps_to_target({{4, std::nullopt}, {8, 0.9}}, kAcc).value(), 8.0);
+}
+
+TEST(StudyRace, EveryOtherTrialStopsAtTheLeadersCrossing) {
+  std::vector<TrialView> trials = {
+      trial(0, {{1, 0.1}, {2, 0.5}, {4, 0.9}}),  // reaches at 2.83
+      trial(-1, {{1, 0.1}, {2, 0.2}, {4, 0.4}}),
+      trial(1, {{1, 0.1}, {2, 0.3}}),
+  };
+  EXPECT_EQ(race_leader(trials, kAcc), 0u);
+  EXPECT_FALSE(race_stop(trials, 0, kAcc).has_value()) << "the leader runs on";
+  for (size_t i : {1u, 2u}) {
+    const auto stop = race_stop(trials, i, kAcc);
+    ASSERT_TRUE(stop.has_value());
+    EXPECT_EQ(stop->reason, "stopped_by_race");
+    EXPECT_EQ(stop->step, 3) << "ceil(2.83): no later evaluation can cross before S*";
+    EXPECT_EQ(stop->text(), "stopped_by_race at step 3");
+  }
+  // A faster trial takes the lead, and the former leader is no longer stopped by anyone: it
+  // reached.
+  trials[2].curve.push_back({3, 0.8});
+  EXPECT_EQ(race_leader(trials, kAcc), 2u);
+  EXPECT_FALSE(race_stop(trials, 0, kAcc).has_value());
+  EXPECT_EQ(race_stop(trials, 1, kAcc)->step, 3);
+  // No one reached: no race.
+  EXPECT_FALSE(race_stop({trial(0, {{1, 0.1}}), trial(1, {{1, 0.2}})}, 0, kAcc).has_value());
+}
+
+TEST(StudyPrune, FiresOnlyAfterWarmupAndOnlyAgainstATrialTwiceAsFast) {
+  // The leader's metric is 0.1 * step; the slow trial's 0.025 * step: the leader reached the slow
+  // trial's metric in a quarter of its steps at every evaluation.
+  Curve leader, slow, close;
+  for (int64_t s : {1, 2, 4, 8, 16, 32}) {
+    leader.push_back({s, 0.1 * static_cast<double>(s) / 100.0});
+    slow.push_back({s, 0.025 * static_cast<double>(s) / 100.0});
+    close.push_back({s, 0.06 * static_cast<double>(s) / 100.0});  // within 2x of the leader
+  }
+  const std::vector<TrialView> trials = {trial(0, leader), trial(1, slow), trial(-1, close)};
+  // Warmup 10: the first evaluation after it is step 16, although the rule held from step 2.
+  const auto pruned = prune_stop(trials, 1, kAcc, 10);
+  ASSERT_TRUE(pruned.has_value());
+  EXPECT_EQ(pruned->reason, "pruned");
+  EXPECT_EQ(pruned->step, 16);
+  EXPECT_EQ(prune_stop(trials, 1, kAcc, 0)->step, 2);
+  EXPECT_FALSE(prune_stop(trials, 1, kAcc, 32).has_value()) << "nothing after warmup";
+  // 0.06 x s is reached by the leader at 0.6 x s: within 2x, never pruned.
+  EXPECT_FALSE(prune_stop(trials, 2, kAcc, 0).has_value());
+  EXPECT_FALSE(prune_stop(trials, 0, kAcc, 0).has_value()) << "the leader is never pruned";
+  // Exactly twice as fast is enough ("in half as many steps or fewer").
+  Curve half;
+  for (int64_t s : {2, 4, 8, 16, 32}) half.push_back({s, 0.05 * static_cast<double>(s) / 100.0});
+  EXPECT_EQ(prune_stop({trial(0, leader), trial(1, half)}, 1, kAcc, 0)->step, 2);
+}
+
+TEST(StudyOutcome, FollowsHowTheRunEnded) {
+  const Curve reached = {{1, 0.2}, {2, 0.8}};
+  const Curve short_of = {{1, 0.2}, {2, 0.4}};
+  EXPECT_EQ(trial_outcome(trial(0, reached, true, "done"), kAcc), "reached");
+  EXPECT_EQ(trial_outcome(trial(0, reached, true, "stopped", "stopped_by_race at step 2"), kAcc),
+            "reached");
+  EXPECT_EQ(trial_outcome(trial(0, short_of, true, "done"), kAcc), "capped");
+  EXPECT_EQ(trial_outcome(trial(0, short_of, true, "diverged", "loss is nan"), kAcc), "diverged");
+  EXPECT_EQ(trial_outcome(trial(0, short_of, true, "stopped", "pruned at step 2"), kAcc), "pruned");
+  EXPECT_EQ(trial_outcome(trial(0, short_of, true, "stopped", "stopped_by_race at step 2"), kAcc),
+            "stopped_by_race");
+  EXPECT_FALSE(trial_outcome(trial(0, short_of, true, "failed"), kAcc).has_value());
+  EXPECT_FALSE(trial_outcome(trial(0, short_of, true, "preempted"), kAcc).has_value());
+  EXPECT_FALSE(trial_outcome(trial(0, reached, false), kAcc).has_value()) << "still running";
+}
+
+// Ended trials whose steps to target are `steps` (0 = not reached, best metric 0.5).
+std::vector<TrialView> ended_at(const std::vector<std::pair<int64_t, double>>& points) {
+  std::vector<TrialView> out;
+  for (const auto& [k, steps] : points) {
+    out.push_back(steps > 0 ? trial(k, {{static_cast<int64_t>(steps), 0.9}}, true, "done")
+                            : trial(k, {{100, 0.5}}, true, "stopped", "stopped_by_race at step 9"));
+  }
+  return out;
+}
+
+TEST(StudyBracket, StartsWithTheCentreThenItsNeighbours) {
+  const auto first = next_bracket_step({}, kAcc, 6);
+  EXPECT_EQ(first.add, (std::vector<int64_t>{0, -1, 1}));
+  EXPECT_FALSE(first.complete);
+  auto trials = ended_at({{0, 50}, {-1, 0}, {1, 40}});
+  trials[1].ended = false;  // one still running: wait
+  const auto wait = next_bracket_step(trials, kAcc, 6);
+  EXPECT_TRUE(wait.add.empty());
+  EXPECT_FALSE(wait.complete);
+}
+
+TEST(StudyBracket, ExtendsTowardsTheBestWhileItIsAtAnEdge) {
+  // Best at the high edge: one more point above.
+  EXPECT_EQ(next_bracket_step(ended_at({{0, 50}, {-1, 0}, {1, 40}}), kAcc, 6).add,
+            (std::vector<int64_t>{2}));
+  // Best at the low edge: one more point below.
+  EXPECT_EQ(next_bracket_step(ended_at({{0, 50}, {-1, 30}, {1, 0}}), kAcc, 6).add,
+            (std::vector<int64_t>{-2}));
+  // Nobody reached: the best metric leads the way.
+  auto censored = ended_at({{0, 0}, {-1, 0}, {1, 0}});
+  censored[0].curve = {{100, 0.6}};
+  censored[2].curve = {{100, 0.65}};
+  EXPECT_EQ(next_bracket_step(censored, kAcc, 6).add, (std::vector<int64_t>{2}));
+  // Everything diverged: the rate is too high, go down.
+  std::vector<TrialView> diverged;
+  for (int64_t k : {0, -1, 1}) diverged.push_back(trial(k, {{1, std::nullopt}}, true, "diverged"));
+  EXPECT_EQ(next_bracket_step(diverged, kAcc, 6).add, (std::vector<int64_t>{-2}));
+}
+
+TEST(StudyBracket, StopsWhenTheBestIsInteriorOrAtLrPointsMax) {
+  const auto interior = next_bracket_step(ended_at({{0, 30}, {-1, 0}, {1, 40}}), kAcc, 6);
+  EXPECT_TRUE(interior.complete);
+  EXPECT_TRUE(interior.add.empty());
+  EXPECT_EQ(interior.best, 0u);
+  // Best at the edge, but 4 points ran and 4 is the maximum.
+  const auto full = next_bracket_step(ended_at({{0, 50}, {-1, 0}, {1, 40}, {2, 20}}), kAcc, 4);
+  EXPECT_TRUE(full.complete);
+  EXPECT_EQ(full.best, 3u);
+  // With room for a fifth it would have extended.
+  EXPECT_EQ(next_bracket_step(ended_at({{0, 50}, {-1, 0}, {1, 40}, {2, 20}}), kAcc, 5).add,
+            (std::vector<int64_t>{3}));
+}
+
+TEST(StudyStopError, ParsesWhatTheTrainerRecords) {
+  const auto r = parse_stop_error("pruned at step 12");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, "pruned");
+  EXPECT_EQ(r->step, 12);
+  EXPECT_FALSE(parse_stop_error("crashed: killed by signal 6").has_value());
+}
+
+}  // namespace
+}  // namespace batchlab::sweeps::study

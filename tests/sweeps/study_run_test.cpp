@@ -1,0 +1,68 @@
+// `batchlab sweep plan|run|submit` on a study spec: spec errors exit 2 with file:line:col before
+// anything runs, the plan lists cells and first trials, and Slurm refuses a study. The real study
+// runs are in study_resume_slow_test.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/sweeps/sweep_cli_util.h"
+
+namespace batchlab::sweeps {
+namespace {
+
+using testing::count_of;
+using testing::SweepDir;
+
+// Line 6 is the first line of the body (schema_version and the [sweep] table take lines 1-5).
+std::string study_body(const std::string& study_keys) {
+  return "[set]\n\"data.val_size\" = 128\n\"data.test_size\" = 128\n"
+         "[grid]\n\"batch.global\" = [32, 64]\n[study]\n" +
+         study_keys + "\n";
+}
+
+TEST(StudyPlan, SpecErrorsExitTwoWithTheirPositionsBeforeAnythingRuns) {
+  SweepDir s("studybad", study_body("target = { metric = \"test_acc\", value = 0.5 }\n"
+                                    "lr_points_max = 2\nlr_centre = 0.1"));
+  auto plan = s.sweep("plan");
+  EXPECT_EQ(plan.exit_code, 2) << plan.output;
+  EXPECT_NE(plan.output.find("spec.toml:12:21: study.target.metric = \"test_acc\""),
+            std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("use a val_ metric"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("spec.toml:13:17: study.lr_points_max = 2"), std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("spec.toml:14:1: study.lr_centre = 0.1: unknown key, did you mean "
+                             "study.lr_center?"),
+            std::string::npos)
+      << plan.output;
+  auto run = s.sweep("run");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(s.db)) << "an invalid study must not start";
+}
+
+TEST(StudyPlan, ListsTheCellsAndTheFirstTrialOfEachAndSlurmRefusesAStudy) {
+  SweepDir s("studyplan",
+             study_body("target = { metric = \"val_acc\", value = 0.5 }\nmax_steps = 40"));
+  auto plan = s.sweep("plan");
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("2 cells, each a learning-rate search raced to val_acc >= 0.5"),
+            std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("best of batch 32"), std::string::npos) << plan.output;
+  EXPECT_EQ(count_of(plan.output, "  new"), 2u) << plan.output;
+  auto json = s.sweep("plan --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_NE(json.output.find("\"centre\": 0.05, \"cap_steps\": 40, \"warmup_steps\": 5"),
+            std::string::npos)
+      << json.output;
+  EXPECT_NE(json.output.find("\"first_trial\": null"), std::string::npos) << json.output;
+
+  auto submit =
+      testing::run_batchlab("sweep submit " + testing::shell_quote(s.spec) + " --slurm --dry-run");
+  EXPECT_EQ(submit.exit_code, 2) << submit.output;
+  EXPECT_NE(submit.output.find("is a study"), std::string::npos) << submit.output;
+  EXPECT_NE(submit.output.find("batchlab sweep run"), std::string::npos) << submit.output;
+}
+
+}  // namespace
+}  // namespace batchlab::sweeps
