@@ -8,6 +8,7 @@
 #include "core/config/experiment_config.h"
 #include "core/train/evaluator.h"
 #include "core/train/trainer.h"
+#include "tests/core/train/toy_config.h"
 #include "tests/core/train/toy_task.h"
 
 namespace batchlab::train {
@@ -19,17 +20,7 @@ using testing::ToyTask;
 
 ToyTask task_with_val() { return ToyTask(256, 128, 7, torch::kFloat32, 96); }
 
-config::ExperimentConfig base_config() {
-  config::ExperimentConfig c;
-  c.batch.global = 32;  // 8 steps per epoch
-  c.optim.name = "sgd";
-  c.optim.base_lr = 0.1;
-  c.optim.base_batch = 32;
-  c.schedule.epochs = 4.0;
-  c.train.eval_every = 1.0;
-  c.data.eval_train_samples = 64;
-  return c;
-}
+config::ExperimentConfig base_config() { return testing::toy_config(); }  // 8 steps per epoch
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("trainer-eval-test-" + std::to_string(::getpid()) +

@@ -8,6 +8,7 @@
 
 #include "core/config/experiment_config.h"
 #include "core/train/evaluator.h"
+#include "tests/core/train/toy_config.h"
 #include "tests/core/train/toy_task.h"
 
 namespace batchlab::train {
@@ -16,17 +17,7 @@ namespace {
 using testing::RecordingReporter;
 using testing::ToyTask;
 
-config::ExperimentConfig base_config() {
-  config::ExperimentConfig c;
-  c.batch.global = 32;
-  c.optim.name = "sgd";
-  c.optim.base_lr = 0.1;
-  c.optim.base_batch = 32;
-  c.schedule.epochs = 4.0;
-  c.train.eval_every = 1.0;
-  c.data.eval_train_samples = 64;
-  return c;
-}
+config::ExperimentConfig base_config() { return testing::toy_config(); }  // 8 steps per epoch
 
 TrainerOptions runtime() {
   TrainerOptions o;
