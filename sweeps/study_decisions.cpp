@@ -97,16 +97,19 @@ std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_
 
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
                                       const Goal& goal, int64_t warmup_steps) {
-  const TrialView& trial = trials[i];
-  if (steps_to_target(trial.curve, goal)) return std::nullopt;
-  for (const auto& p : trial.curve) {
-    if (p.step <= warmup_steps || !p.value || !std::isfinite(*p.value)) continue;
-    for (size_t j = 0; j < trials.size(); ++j) {
-      if (j == i) continue;
-      const auto s_j = crossing(trials[j].curve, goal, *p.value);
-      if (s_j && 2.0 * *s_j <= static_cast<double>(p.step)) {
-        return StopRequest{std::string(results::trial_outcome::kPruned), p.step};
-      }
+  // Only a trial that reached the target leads: two trials still short of it could otherwise
+  // prune each other on noisy evaluations and leave the cell with no trial at all.
+  const auto leader = race_leader(trials, goal);
+  if (!leader || *leader == i || steps_to_target(trials[i].curve, goal)) return std::nullopt;
+  // The trial's best metric so far, not its latest: one noisy evaluation must not end it.
+  std::optional<double> best;
+  for (const auto& p : trials[i].curve) {
+    if (!p.value || !std::isfinite(*p.value)) continue;
+    if (!best || at_least_as_good(goal, *p.value, *best)) best = p.value;
+    if (p.step <= warmup_steps) continue;
+    const auto s_leader = crossing(trials[*leader].curve, goal, *best);
+    if (s_leader && 2.0 * *s_leader <= static_cast<double>(p.step)) {
+      return StopRequest{std::string(results::trial_outcome::kPruned), p.step};
     }
   }
   return std::nullopt;

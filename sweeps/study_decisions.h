@@ -5,8 +5,9 @@
 //   crossing   where a curve reaches a level, interpolated in log-step between the evaluations
 //              around it (contract C3 of issue 13);
 //   race       once a trial reaches the target at S*, every other trial of the cell stops at S*;
-//   pruning    a trial whose current metric another trial reached in half as many steps or fewer
-//              stops, only after warmup (never against a trial within 2x);
+//   pruning    a trial whose best metric so far the race leader (the trial that reached the
+//              target first) reached in half as many steps or fewer stops, only after warmup
+//              (never against a trial within 2x, never before a trial reached);
 //   outcome    reached | capped | pruned | diverged | stopped_by_race, from how a trial ended;
 //   bracket    centre, then its two neighbours, then one more point towards the best until the
 //              best is interior or lr_points_max points ran.
@@ -69,8 +70,10 @@ std::optional<size_t> race_leader(const std::vector<TrialView>& trials, const Go
 std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_t i,
                                      const Goal& goal);
 
-// Pruning: the first evaluation (s, m) of trial `i` past `warmup_steps` whose metric m another
-// trial reached at a crossing s_j with 2 * s_j <= s. The request's step is that s.
+// Pruning: the first evaluation s of trial `i` past `warmup_steps` where its best metric so far m
+// was reached by the race leader at a crossing s_l with 2 * s_l <= s. The request's step is that
+// s. Without a leader (no trial reached yet) nothing is pruned: trials short of the target never
+// prune each other, so a cell always keeps a trial that can still reach.
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
                                       const Goal& goal, int64_t warmup_steps);
 

@@ -72,6 +72,7 @@ TEST(StudyPrune, FiresOnlyAfterWarmupAndOnlyAgainstATrialTwiceAsFast) {
     slow.push_back({s, 0.025 * static_cast<double>(s) / 100.0});
     close.push_back({s, 0.06 * static_cast<double>(s) / 100.0});  // within 2x of the leader
   }
+  leader.push_back({64, 0.9});  // reaches the target (0.7): only a trial that reached leads
   const std::vector<TrialView> trials = {trial(0, leader), trial(1, slow), trial(-1, close)};
   // Warmup 10: the first evaluation after it is step 16, although the rule held from step 2.
   const auto pruned = prune_stop(trials, 1, kAcc, 10);
@@ -87,6 +88,30 @@ TEST(StudyPrune, FiresOnlyAfterWarmupAndOnlyAgainstATrialTwiceAsFast) {
   Curve half;
   for (int64_t s : {2, 4, 8, 16, 32}) half.push_back({s, 0.05 * static_cast<double>(s) / 100.0});
   EXPECT_EQ(prune_stop({trial(0, leader), trial(1, half)}, 1, kAcc, 0)->step, 2);
+}
+
+TEST(StudyPrune, TrialsShortOfTheTargetNeverPruneEachOther) {
+  // Two noisy curves, each ahead of the other at some evaluation: with neither at the target,
+  // pruning either could leave the cell without a trial that can still reach (both ended up
+  // pruned when any trial could lead).
+  const Curve a = {{16, 0.40}, {32, 0.20}, {64, 0.60}};
+  const Curve b = {{16, 0.10}, {32, 0.45}, {128, 0.30}};
+  const std::vector<TrialView> trials = {trial(0, a), trial(1, b)};
+  EXPECT_FALSE(prune_stop(trials, 0, kAcc, 0).has_value());
+  EXPECT_FALSE(prune_stop(trials, 1, kAcc, 0).has_value());
+  // Once `a` reaches, `b` is measured against it.
+  Curve reached = a;
+  reached.push_back({128, 0.8});
+  EXPECT_TRUE(prune_stop({trial(0, reached), trial(1, b)}, 1, kAcc, 0).has_value());
+}
+
+TEST(StudyPrune, OneBadEvaluationDoesNotPrune) {
+  // The leader reaches 0.5 at step 20 and the target at 40. The other trial's latest evaluation
+  // (0.1 at step 56) the leader passed at step 10, but its best so far (0.62 at 48) the leader
+  // reached only at step 31: within 2x, so it runs on.
+  const Curve leader = {{10, 0.1}, {20, 0.5}, {30, 0.6}, {40, 0.75}};
+  const Curve dip = {{16, 0.2}, {32, 0.5}, {48, 0.62}, {56, 0.1}};
+  EXPECT_FALSE(prune_stop({trial(0, leader), trial(1, dip)}, 1, kAcc, 0).has_value());
 }
 
 TEST(StudyOutcome, FollowsHowTheRunEnded) {
