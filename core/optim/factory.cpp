@@ -110,6 +110,14 @@ void TrainingOptimizer::step(const GradNorm& grad_norm) {
 
 void TrainingOptimizer::step() { step(grad_clip_ > 0.0 ? grad_norm() : GradNorm{}); }
 
+void TrainingOptimizer::zero_grad() {
+  for (auto& group : optimizer_->param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) p.mutable_grad().reset();
+    }
+  }
+}
+
 GradNorm TrainingOptimizer::grad_norm() const { return global_grad_norm(stepped_); }
 
 std::vector<at::Tensor> TrainingOptimizer::last_trust_ratios() const {

@@ -66,7 +66,10 @@ class TrainingOptimizer {
   void step(const GradNorm& grad_norm);
   // The same for callers without the norm: measured here when clipping needs it.
   void step();
-  void zero_grad() { optimizer_->zero_grad(); }
+  // Releases the gradients instead of zeroing them (PyTorch's set_to_none, the default of
+  // torch.optim since 2.0 and of LibTorch 2.x, not of LibTorch 1.13): the next backward writes
+  // fresh buffers rather than adding into zeroed ones, and nothing fills them with zeros first.
+  void zero_grad();
 
   const std::vector<Group>& groups() const { return groups_; }
 
