@@ -85,12 +85,7 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
   int64_t threads = 0;
   for (const auto& job : ctx.plan.jobs) threads = std::max(threads, job.threads);
   options.cpus_per_task = static_cast<int>(args.integer("cpus-per-task").value_or(threads));
-  auto lock = try_coordinator_lock(ctx.layout, "submit");
-  if (!lock) {
-    throw Error(fmt::format("sweep {} is being run or checked by another process ({})",
-                            ctx.spec.name,
-                            sweeps::lock_description(ctx.layout.coordinator_lock_path())));
-  }
+  const auto lock = coordinator_lock(ctx, "submit");
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, ctx.plan);
   const auto submitted = sweeps::slurm_submitted_runs(ctx.layout);

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/errors.h"
 #include "experiments/data/fashion_mnist.h"
 #include "experiments/tasks/task_factory.h"
 #include "models/registry.h"
@@ -85,6 +86,16 @@ std::optional<sweeps::FileLock> try_coordinator_lock(const sweeps::RunLayout& la
   auto lock = sweeps::FileLock::try_acquire(layout.coordinator_lock_path());
   if (lock) lock->describe(fmt::format("pid {}: batchlab sweep {}\n", ::getpid(), what));
   return lock;
+}
+
+sweeps::FileLock coordinator_lock(const SweepContext& ctx, const std::string& what) {
+  auto lock = try_coordinator_lock(ctx.layout, what);
+  if (!lock) {
+    throw Error(fmt::format("sweep {} is already being run or checked: {} ({})", ctx.spec.name,
+                            ctx.layout.coordinator_lock_path(),
+                            sweeps::lock_description(ctx.layout.coordinator_lock_path())));
+  }
+  return std::move(*lock);
 }
 
 std::string self_executable() {

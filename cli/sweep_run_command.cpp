@@ -119,12 +119,7 @@ int cmd_sweep_run(const std::vector<std::string>& argv) {
       choose_workers(asked_workers, ctx.plan, options.devices.size(), hardware_cores());
   options.workers = workers.workers;
   if (ctx.spec.study) return run_study(ctx, options, workers);
-  auto lock = try_coordinator_lock(ctx.layout, "run");
-  if (!lock) {
-    throw Error(fmt::format("sweep {} is already being run or checked: {} ({})", ctx.spec.name,
-                            ctx.layout.coordinator_lock_path(),
-                            sweeps::lock_description(ctx.layout.coordinator_lock_path())));
-  }
+  const auto lock = coordinator_lock(ctx, "run");
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, ctx.plan);
   fmt::print("sweep {}: {} jobs -> {} (runs in {}), {}{}\n", ctx.spec.name, ctx.plan.jobs.size(),

@@ -212,12 +212,7 @@ int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
               const WorkerChoice& workers) {
   const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
   first_trials(plan);  // a config the study cannot make is bad input, reported before anything runs
-  auto lock = try_coordinator_lock(ctx.layout, "run");
-  if (!lock) {
-    throw Error(fmt::format("sweep {} is already being run or checked: {} ({})", ctx.spec.name,
-                            ctx.layout.coordinator_lock_path(),
-                            sweeps::lock_description(ctx.layout.coordinator_lock_path())));
-  }
+  const auto lock = coordinator_lock(ctx, "run");
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as decided
   fmt::print("study {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
