@@ -1,6 +1,7 @@
 // `batchlab version` and `batchlab models`.
 #include <fmt/format.h>
 
+#include "cli/allocator_tuning.h"
 #include "cli/app.h"
 #include "cli/args.h"
 #include "cli/runtime_info.h"
@@ -18,6 +19,7 @@ int cmd_version(const std::vector<std::string>& argv) {
   fmt::print("BLAS {}\n", blas_library());
   fmt::print("intra-op threads {}\n", threads);
   fmt::print("GPU support {}\n", gpu_support());
+  fmt::print("malloc {}\n", allocator_tuning());
   for (const auto& d : devices()) fmt::print("device {}\n", d);
   return kExitOk;
 }
