@@ -5,6 +5,25 @@
 #include "core/train/data_order.h"
 
 namespace batchlab::train {
+namespace {
+
+// Brackets a stretch of measurement with the hooks' measure_begin / measure_end.
+class MeasurementScope {
+ public:
+  explicit MeasurementScope(const AccumulationHooks* hooks) : hooks_(hooks) {
+    if (hooks_ && hooks_->measure_begin) hooks_->measure_begin();
+  }
+  ~MeasurementScope() {
+    if (hooks_ && hooks_->measure_end) hooks_->measure_end();
+  }
+  MeasurementScope(const MeasurementScope&) = delete;
+  MeasurementScope& operator=(const MeasurementScope&) = delete;
+
+ private:
+  const AccumulationHooks* hooks_;
+};
+
+}  // namespace
 
 AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor>& micro_indices,
                                      std::optional<uint64_t> augment_seed,
@@ -22,6 +41,7 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
     if (augment_seed) seed = mix_seed(*augment_seed, j);
     std::vector<torch::Tensor> before;
     if (measure) {
+      MeasurementScope off_clock(hooks);
       for (const auto& p : *params) {
         const auto& g = p.tensor.grad();
         before.push_back(g.defined() ? g.detach().clone() : torch::Tensor());
@@ -39,6 +59,7 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
     // Each micro-batch's mean loss / k: the summed gradient is the gradient of the global mean.
     (out.loss / k).backward();
     if (measure) {
+      MeasurementScope off_clock(hooks);
       torch::NoGradGuard no_grad;
       auto total =
           torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(out.loss.device()));
@@ -55,6 +76,7 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
     items += out.count;
   }
   if (measure) {
+    MeasurementScope off_clock(hooks);
     micro_sq_norms->clear();
     if (!sq_norms.empty()) {
       auto host = torch::stack(sq_norms).to(torch::kCPU);

@@ -29,6 +29,11 @@ struct AccumulationHooks {
   // Called right before the last micro-batch's backward (data parallelism arms its gradient
   // all-reduce there: those gradients are the final ones).
   std::function<void()> before_last_backward;
+  // Called around the noise-scale measurement (the copy of the running gradient sum before each
+  // micro-batch's backward, the difference's norm after it, the host read at the end), so the
+  // trainer can keep it off the training clock: it is measurement, not training.
+  std::function<void()> measure_begin;
+  std::function<void()> measure_end;
 };
 
 // Runs forward/backward over the micro-batches (each loss / micro_indices.size()) and leaves the

@@ -147,6 +147,10 @@ Trainer::Gradients Trainer::compute_gradients(int64_t step) {
   AccumulationHooks hooks;
   hooks.precision = precision_;
   if (sync_) hooks.before_last_backward = [&] { sync_->arm(noise_ != nullptr); };
+  if (micro_noise) {  // the per-micro-batch gradient copies and norms are not training
+    hooks.measure_begin = [&] { timer_->pause(); };
+    hooks.measure_end = [&] { timer_->resume(); };
+  }
 
   optimizer_->zero_grad();
   Gradients g;

@@ -104,5 +104,52 @@ TEST(NoiseScale, MicroNormsDoNotDisturbAccumulation) {
   }
 }
 
+// The noise-scale measurement is bracketed by measure_begin / measure_end (the trainer pauses the
+// training clock there), and the training itself (batches, forward, backward) never is.
+class WatchedTask : public LinearRegressionTask {
+ public:
+  using LinearRegressionTask::LinearRegressionTask;
+  bool measuring = false;
+  int trained_while_measuring = 0;
+  Batch make_batch(Split s, const torch::Tensor& idx, std::optional<uint64_t> seed) override {
+    trained_while_measuring += measuring ? 1 : 0;
+    return LinearRegressionTask::make_batch(s, idx, seed);
+  }
+  BatchOutput forward(const Batch& b) override {
+    trained_while_measuring += measuring ? 1 : 0;
+    return LinearRegressionTask::forward(b);
+  }
+};
+
+TEST(NoiseScale, MeasurementIsBracketedForTheClockAndTrainingIsNot) {
+  WatchedTask task(256, 4, 1.0);
+  auto idx = torch::arange(256, torch::kInt64);
+  std::vector<torch::Tensor> micro;
+  for (int j = 0; j < 4; ++j) micro.push_back(idx.slice(0, 64 * j, 64 * (j + 1)));
+  auto params = task.named_parameters();
+  int begins = 0, ends = 0;
+  AccumulationHooks hooks;
+  hooks.measure_begin = [&] {
+    EXPECT_FALSE(task.measuring) << "measurement scopes must not nest";
+    task.measuring = true;
+    ++begins;
+  };
+  hooks.measure_end = [&] {
+    task.measuring = false;
+    ++ends;
+  };
+  std::vector<double> sq;
+  accumulate_gradients(task, micro, std::nullopt, &params, &sq, &hooks);
+  EXPECT_EQ(sq.size(), 4u);
+  // Per micro-batch: the copy before its backward and the norm after it; then the host read.
+  EXPECT_EQ(begins, 2 * 4 + 1);
+  EXPECT_EQ(ends, begins);
+  EXPECT_EQ(task.trained_while_measuring, 0);
+  // Without the measurement nothing is bracketed.
+  begins = 0;
+  accumulate_gradients(task, micro, std::nullopt, nullptr, nullptr, &hooks);
+  EXPECT_EQ(begins, 0);
+}
+
 }  // namespace
 }  // namespace batchlab::train
