@@ -27,8 +27,12 @@ constexpr const char* kUsage =
     "  plot --db PATH --figure NAME --out FILE.png [--run ID]       figures (batchlab plot "
     "--help)\n"
     "  results ingest --db PATH [RECORDS.db|DIR]...                 fold job records into PATH\n"
+    "  export --db PATH --run ID [--checkpoint final|best|STEP] --out FILE.pt\n"
+    "                                                               a run's weights for PyTorch\n"
     "  data pack|tokenizer|pack-text ...                            dataset preparation\n"
     "  models                                                       architectures and sizes\n"
+    "  bench --model M [--device D] [--precision P] [--steps N]     synthetic-data throughput, "
+    "MFU\n"
     "  version                                                      versions, BLAS, threads, "
     "devices\n"
     "every command answers --help (batchlab <command> [subcommand] --help, or batchlab help ...)\n";
@@ -41,7 +45,8 @@ int run_app(int argc, char** argv) {
   const std::map<std::string, Command> commands = {
       {"train", cmd_train},   {"query", cmd_query},   {"version", cmd_version},
       {"models", cmd_models}, {"sweep", cmd_sweep},   {"results", cmd_results},
-      {"data", cmd_data},     {"report", cmd_report}, {"plot", cmd_plot}};
+      {"data", cmd_data},     {"report", cmd_report}, {"plot", cmd_plot},
+      {"export", cmd_export}, {"bench", cmd_bench}};
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) {
     std::fputs(kUsage, stderr);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace batchlab::cli {
 
@@ -93,6 +94,18 @@ std::optional<long long> Args::integer(const std::string& name) const {
   } catch (const std::exception&) {
   }
   throw UsageError(fmt::format("--{} = {}: not an integer\nusage: {}", name, *v, usage_));
+}
+
+std::optional<double> Args::number(const std::string& name) const {
+  auto v = value(name);
+  if (!v) return std::nullopt;
+  try {
+    size_t used = 0;
+    double x = std::stod(*v, &used);
+    if (used == v->size() && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--{} = {}: not a number\nusage: {}", name, *v, usage_));
 }
 
 }  // namespace batchlab::cli

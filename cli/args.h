@@ -61,6 +61,8 @@ class Args {
   bool flag(const std::string& name) const;
   // An integer option; a UsageError naming the option and the value when it is not one.
   std::optional<long long> integer(const std::string& name) const;
+  // A finite number option; a UsageError naming the option and the value when it is not one.
+  std::optional<double> number(const std::string& name) const;
   const std::string& usage() const { return usage_; }
 
  private:

@@ -6,24 +6,10 @@
 
 #include "cli/app.h"
 #include "cli/args.h"
+#include "cli/si_format.h"
 #include "models/registry.h"
 
 namespace batchlab::cli {
-
-namespace {
-
-// 25557032 -> "25.56M"; 8.2e9 -> "8.18G".
-std::string si(double v) {
-  const char* units[] = {"", "K", "M", "G", "T", "P"};
-  int u = 0;
-  while (v >= 1000.0 && u < 5) {
-    v /= 1000.0;
-    ++u;
-  }
-  return fmt::format("{:.2f}{}", v, units[u]);
-}
-
-}  // namespace
 
 int cmd_models(const std::vector<std::string>& argv) {
   Args args(argv, {{"verbose", false, false}},

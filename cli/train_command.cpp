@@ -28,9 +28,11 @@
 #include "core/dist/rendezvous.h"
 #include "core/train/console_reporter.h"
 #include "core/train/device.h"
+#include "core/train/device_selection.h"
 #include "core/train/trainer.h"
 #include "experiments/tasks/task_factory.h"
 #include "models/registry.h"
+#include "sweeps/run_layout.h"
 #include "sweeps/run_row.h"
 
 namespace batchlab::cli {
@@ -162,7 +164,11 @@ c10::Device set_up_process(const Job& job, const dist::Rendezvous& rv) {
   const int64_t threads =
       configure_threads(job.cfg.train.threads > 0 ? job.cfg.train.threads
                                                   : std::max<int64_t>(1, hw / rv.local_world_size));
-  const auto device = train::resolve_device(job.cfg.train.device, rv.local_rank);
+  train::DeviceRequest request;
+  request.spec = job.cfg.train.device;
+  request.local_rank = rv.local_rank;
+  request.local_world_size = rv.local_world_size;
+  const auto device = train::resolve_device(request);
   train::use_device(device);
   fmt::print(
       "batchlab {} | run {} | {} -> {} | LibTorch {} | {} threads | {}{}\n", batchlab_version(),
@@ -204,8 +210,7 @@ train::TrainerOptions trainer_options(const Args& args, const Job& job, const di
   // A run whose directory holds a checkpoint of this configuration resumes from it.
   const std::string checkpoint_dir =
       args.value("checkpoint-dir")
-          .value_or((std::filesystem::path(job.db_path).parent_path() / "checkpoints" / job.run_id)
-                        .string());
+          .value_or(sweeps::default_checkpoint_dir(job.db_path, job.run_id));
   options.checkpoints = std::make_shared<train::CheckpointStore>(checkpoint_dir);
   return options;
 }
@@ -259,12 +264,15 @@ int cmd_train(const std::vector<std::string>& argv) {
   const Job job = load_job(args, rv);
   const c10::Device device = set_up_process(job, rv);
   torch::manual_seed(static_cast<uint64_t>(job.cfg.train.seed));
-  auto task = experiments::make_task(job.cfg.model, job.cfg.data, job.cfg.batch.bn_group, device);
+  std::vector<std::string> notes;  // what the starting weights (model.init_from) left to say
+  auto task =
+      experiments::make_task(job.cfg.model, job.cfg.data, job.cfg.batch.bn_group, device, &notes);
   const auto options = trainer_options(args, job, rv, device);
 
   train::FanoutReporter reporter;
   if (rv.rank == 0) {
     reporter.add(std::make_shared<train::ConsoleReporter>(stdout));
+    for (const auto& note : notes) reporter.note(note);
   } else {
     reporter.add(std::make_shared<RankNotes>(rv.rank));
   }

@@ -2,10 +2,17 @@
 #   BATCHLAB_WITH_CUDA  LibTorch was built with CUDA (its torch_cuda target / CAFFE2_USE_CUDA):
 #                       the GPU code paths (CUDA events, device properties, set_device) compile in.
 #   BATCHLAB_WITH_NCCL  ... and NCCL: c10d::ProcessGroupNCCL is in libtorch_cuda for the official
-#                       Linux builds; its header needs nccl.h, looked up in NCCL_ROOT, the CUDA
-#                       toolkit, and a pip torch's nvidia-nccl wheel. -DBATCHLAB_NCCL=OFF disables.
-# Debian's CPU LibTorch has neither, and the CPU build needs nothing from this file.
+#                       Linux builds (which link libnccl themselves); batchlab needs only nccl.h,
+#                       looked up in NCCL_ROOT, the CUDA toolkit and the pip `nvidia` packages
+#                       beside a pip torch (site-packages/nvidia/nccl/include, or the CUDA 13
+#                       layout site-packages/nvidia/cu13/include).
+# A CUDA LibTorch without nccl.h stops the configure (data parallelism would silently fall back to
+# Gloo over host copies) unless -DBATCHLAB_ALLOW_NO_NCCL=ON; -DBATCHLAB_NCCL=OFF leaves NCCL out on
+# purpose. Debian's CPU LibTorch has neither, and the CPU build needs nothing from this file.
+# The configure log always carries one summary line:
+#   batchlab: LibTorch 2.9.1, CUDA ON, NCCL ON
 option(BATCHLAB_NCCL "Use NCCL for data parallelism on CUDA when LibTorch has it" ON)
+option(BATCHLAB_ALLOW_NO_NCCL "Configure a CUDA build even when nccl.h is not found" OFF)
 
 set(BATCHLAB_WITH_CUDA OFF)
 set(BATCHLAB_WITH_NCCL OFF)
@@ -13,20 +20,58 @@ if(TARGET torch_cuda OR CAFFE2_USE_CUDA)
   set(BATCHLAB_WITH_CUDA ON)
 endif()
 
+# The site-packages directory holding a pip torch, or "" for other LibTorch installs. A pip
+# torch's Torch_DIR is <site-packages>/torch/share/cmake/Torch; otherwise ask the Python that owns
+# torch (Python3_EXECUTABLE, else $BATCHLAB_PYTHON as scripts/gpu/unpack.sh sets it, else python3).
+function(batchlab_torch_site_packages out)
+  get_filename_component(site "${Torch_DIR}/../../../.." ABSOLUTE)
+  if(NOT EXISTS "${site}/torch/__init__.py")
+    set(python "${Python3_EXECUTABLE}")
+    if(NOT python)
+      set(python "$ENV{BATCHLAB_PYTHON}")
+    endif()
+    if(NOT python)
+      find_program(python NAMES python3 python)
+    endif()
+    set(site "")
+    if(python)
+      execute_process(
+        COMMAND "${python}" -c
+                "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))"
+        OUTPUT_VARIABLE site OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    endif()
+  endif()
+  set(${out} "${site}" PARENT_SCOPE)
+endfunction()
+
 if(BATCHLAB_WITH_CUDA)
   add_compile_definitions(BATCHLAB_WITH_CUDA=1)
   if(BATCHLAB_NCCL)
-    # A pip torch: <site-packages>/torch/share/cmake -> <site-packages>/nvidia/nccl/include.
-    get_filename_component(_torch_site "${Torch_DIR}/../../../.." ABSOLUTE)
-    find_path(BATCHLAB_NCCL_INCLUDE_DIR nccl.h
-      HINTS $ENV{NCCL_ROOT}/include $ENV{NCCL_HOME}/include ${CUDAToolkit_INCLUDE_DIRS}
-            ${CUDA_TOOLKIT_ROOT_DIR}/include ${_torch_site}/nvidia/nccl/include
-            /usr/local/cuda/include)
+    batchlab_torch_site_packages(_torch_site)
+    set(_nccl_hints ${NCCL_ROOT}/include $ENV{NCCL_ROOT}/include $ENV{NCCL_HOME}/include
+                    ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_TOOLKIT_ROOT_DIR}/include)
+    if(_torch_site)
+      file(GLOB _wheel_nccl "${_torch_site}/nvidia/*/include/nccl.h"
+                            "${_torch_site}/nvidia/*/*/include/nccl.h")
+      foreach(_header ${_wheel_nccl})
+        get_filename_component(_dir "${_header}" DIRECTORY)
+        list(APPEND _nccl_hints "${_dir}")
+      endforeach()
+    endif()
+    find_path(BATCHLAB_NCCL_INCLUDE_DIR nccl.h HINTS ${_nccl_hints} PATHS /usr/local/cuda/include)
     if(BATCHLAB_NCCL_INCLUDE_DIR)
       set(BATCHLAB_WITH_NCCL ON)
       add_compile_definitions(BATCHLAB_WITH_NCCL=1)
       include_directories(SYSTEM ${BATCHLAB_NCCL_INCLUDE_DIR})
+    elseif(NOT BATCHLAB_ALLOW_NO_NCCL)
+      message(FATAL_ERROR
+        "batchlab: LibTorch ${Torch_VERSION} has CUDA but nccl.h was not found (looked in "
+        "NCCL_ROOT, the CUDA toolkit and ${_torch_site}/nvidia/*/include). Without it, "
+        "data-parallel training would run over Gloo with host copies. Pass -DNCCL_ROOT=<dir "
+        "holding include/nccl.h> (for a pip torch: find <site-packages>/nvidia -name nccl.h), "
+        "or -DBATCHLAB_ALLOW_NO_NCCL=ON to build without NCCL on purpose.")
     endif()
   endif()
 endif()
-message(STATUS "batchlab: LibTorch ${Torch_VERSION}; CUDA ${BATCHLAB_WITH_CUDA}; NCCL ${BATCHLAB_WITH_NCCL}")
+message(STATUS "batchlab: LibTorch ${Torch_VERSION}, CUDA ${BATCHLAB_WITH_CUDA}, "
+               "NCCL ${BATCHLAB_WITH_NCCL}")

@@ -93,7 +93,12 @@ BertLMPredictionHeadImpl::BertLMPredictionHeadImpl(const BertConfig& config) {
 torch::Tensor BertLMPredictionHeadImpl::forward(const torch::Tensor& hidden,
                                                 const torch::Tensor& decoder_weight) {
   torch::Tensor h = torch::gelu(transform->dense->forward(hidden), "none");  // [N, H]
-  h = transform->layer_norm->forward(h);
+  // Under bf16 autocast `h` is bfloat16 here (a matrix product's output). CUDA's autocast runs
+  // layer_norm in float32 by policy; LibTorch 1.13's CPU autocast has no such rule and its
+  // layer_norm kernel refuses a bf16 input with float32 weights, so cast as CUDA's autocast would
+  // (a no-op without autocast). The encoder's norms need nothing: their inputs are residual sums,
+  // already float32.
+  h = transform->layer_norm->forward(h.to(transform->layer_norm->weight.scalar_type()));
   return torch::linear(h, decoder_weight, bias);  // [N, vocab]
 }
 

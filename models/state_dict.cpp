@@ -39,21 +39,20 @@ std::vector<char> read_bytes(const std::string& path) {
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// The first `limit` names, then how many more there are.
-std::string name_list(const std::vector<std::string>& names, size_t limit = 25) {
-  std::vector<std::string> shown(
-      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(limit, names.size())));
-  std::string text = fmt::format("{}", fmt::join(shown, ", "));
-  if (names.size() > limit) text += fmt::format(", ... ({} more)", names.size() - limit);
-  return text;
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
+
+std::string format_name_list(const std::vector<std::string>& names, size_t limit) {
+  std::vector<std::string> shown(
+      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(limit, names.size())));
+  std::string text = fmt::format("{}", fmt::join(shown, ", "));
+  if (names.size() > limit) text += fmt::format(", ... ({} more)", names.size() - limit);
+  return text;
+}
 
 StateDict state_dict(const torch::nn::Module& module) {
   StateDict out;
@@ -83,10 +82,13 @@ StateDict read_state_dict(const std::string& path) {
   StateDict out;
   for (const auto& item : value.toGenericDict()) {
     if (!item.key().isString() || !item.value().isTensor()) {
+      const std::string key =
+          item.key().isString() ? "'" + item.key().toStringRef() + "'" : item.key().tagKind();
       throw InputError(fmt::format(
           "{}: entry {} is not a name -> tensor pair (key {}, value {}); a state_dict maps "
-          "parameter names to tensors",
-          path, out.size(), item.key().tagKind(), item.value().tagKind()));
+          "parameter names to tensors. A training checkpoint that holds the state_dict under a "
+          "key needs saving on its own: torch.save(checkpoint[{}], f)",
+          path, out.size(), key, item.value().tagKind(), key));
     }
     out.emplace_back(item.key().toStringRef(), item.value().toTensor());
   }
@@ -117,63 +119,96 @@ void save_state_dict(const torch::nn::Module& module, const std::string& path) {
   write_state_dict(state_dict(module), path);
 }
 
-void load_state_dict(torch::nn::Module& module, const StateDict& entries,
-                     const std::string& source) {
-  const StateDict targets = state_dict(module);
+namespace {
+
+bool is_batch_counter(const std::string& name) {
+  return ends_with(name, ".num_batches_tracked") || name == "num_batches_tracked";
+}
+
+// The module's entries against `entries`: the fit, and for every module entry the file's tensor
+// of the same name and shape (null when there is none).
+struct Matching {
+  StateDictFit fit;
+  StateDict targets;                            // the module's state_dict, in module order
+  std::vector<const torch::Tensor*> sources;    // per target: the matching file tensor, or null
+  std::vector<torch::Tensor> counters_to_zero;  // batch counters the file lacks
+};
+
+Matching match(const torch::nn::Module& module, const StateDict& entries) {
+  Matching m;
+  m.targets = state_dict(module);
   std::unordered_map<std::string, const torch::Tensor*> given;
   for (const auto& [name, tensor] : entries) given.emplace(name, &tensor);
   std::unordered_map<std::string, bool> known;
-  for (const auto& [name, tensor] : targets) known.emplace(name, true);
-
-  std::vector<std::string> missing;
-  std::vector<std::string> mismatched;
-  std::vector<std::string> unexpected;
-  std::vector<torch::Tensor> reset_counters;
-  for (const auto& [name, target] : targets) {
+  for (const auto& [name, tensor] : m.targets) known.emplace(name, true);
+  for (const auto& [name, target] : m.targets) {
     const auto it = given.find(name);
+    const torch::Tensor* source = nullptr;
     if (it == given.end()) {
-      if (ends_with(name, ".num_batches_tracked") || name == "num_batches_tracked") {
-        reset_counters.push_back(target);
+      if (is_batch_counter(name)) {
+        m.counters_to_zero.push_back(target);
       } else {
-        missing.push_back(name);
+        m.fit.missing.push_back(name);
       }
     } else if (it->second->sizes() != target.sizes()) {
-      mismatched.push_back(fmt::format("{} (file [{}], model [{}])", name,
-                                       fmt::join(it->second->sizes(), ", "),
-                                       fmt::join(target.sizes(), ", ")));
+      m.fit.mismatched.push_back(fmt::format("{} (file [{}], model [{}])", name,
+                                             fmt::join(it->second->sizes(), ", "),
+                                             fmt::join(target.sizes(), ", ")));
+    } else {
+      source = it->second;
     }
+    m.sources.push_back(source);
   }
   for (const auto& [name, tensor] : entries) {
-    if (known.count(name) == 0) unexpected.push_back(name);
+    if (known.count(name) == 0) m.fit.unexpected.push_back(name);
   }
-  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+  return m;
+}
+
+// Copies the matched tensors (converted to each target's dtype and device) into the module.
+void copy_matched(const Matching& m) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < m.targets.size(); ++i) {
+    if (m.sources[i] == nullptr) continue;
+    // copy_ on the detached alias writes into the parameter's own storage.
+    torch::Tensor dst = m.targets[i].second;
+    dst.copy_(*m.sources[i]);
+  }
+  for (auto counter : m.counters_to_zero) counter.zero_();
+}
+
+}  // namespace
+
+void load_state_dict(torch::nn::Module& module, const StateDict& entries,
+                     const std::string& source) {
+  const Matching m = match(module, entries);
+  const StateDictFit& fit = m.fit;
+  if (!fit.exact()) {
     std::vector<std::string> parts;
-    if (!missing.empty()) {
-      parts.push_back(fmt::format("missing keys ({}): {}", missing.size(), name_list(missing)));
-    }
-    if (!unexpected.empty()) {
+    if (!fit.missing.empty()) {
       parts.push_back(
-          fmt::format("unexpected keys ({}): {}", unexpected.size(), name_list(unexpected)));
+          fmt::format("missing keys ({}): {}", fit.missing.size(), format_name_list(fit.missing)));
     }
-    if (!mismatched.empty()) {
-      parts.push_back(
-          fmt::format("shape mismatches ({}): {}", mismatched.size(), name_list(mismatched)));
+    if (!fit.unexpected.empty()) {
+      parts.push_back(fmt::format("unexpected keys ({}): {}", fit.unexpected.size(),
+                                  format_name_list(fit.unexpected)));
+    }
+    if (!fit.mismatched.empty()) {
+      parts.push_back(fmt::format("shape mismatches ({}): {}", fit.mismatched.size(),
+                                  format_name_list(fit.mismatched)));
     }
     throw InputError(fmt::format(
         "{}: the state_dict does not fit the model ({} parameters and buffers): {}; is it the "
         "same architecture (model.arch, model.stem, number of classes)?",
-        source, targets.size(), fmt::join(parts, "; ")));
+        source, m.targets.size(), fmt::join(parts, "; ")));
   }
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, target] : targets) {
-    const auto it = given.find(name);
-    if (it != given.end()) {
-      // copy_ on the detached alias writes into the parameter's own storage.
-      torch::Tensor dst = target;
-      dst.copy_(*it->second);
-    }
-  }
-  for (auto& counter : reset_counters) counter.zero_();
+  copy_matched(m);
+}
+
+StateDictFit load_matching_state_dict(torch::nn::Module& module, const StateDict& entries) {
+  Matching m = match(module, entries);
+  copy_matched(m);
+  return std::move(m.fit);
 }
 
 void load_state_dict(torch::nn::Module& module, const std::string& path) {

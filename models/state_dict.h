@@ -29,8 +29,10 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 StateDict state_dict(const torch::nn::Module& module);
 
 // Reads a file written by torch.save(state_dict, path) in Python, or by write_state_dict. Throws
-// InputError naming `path` when it is missing, not a torch.save archive, or not a mapping from
-// names to tensors.
+// InputError naming `path` when it is missing, empty, truncated, a TorchScript archive
+// (torch.jit.save), in torch.save's legacy (non-zip) format, not a torch.save archive at all, or
+// not a mapping from names to tensors (a pickled list, a training checkpoint holding the
+// state_dict under a key).
 StateDict read_state_dict(const std::string& path);
 
 // Writes `entries` with torch::pickle_save as a name -> tensor dict that Python's torch.load reads
@@ -52,5 +54,23 @@ void load_state_dict(torch::nn::Module& module, const StateDict& entries,
 
 // load_state_dict(module, read_state_dict(path), path).
 void load_state_dict(torch::nn::Module& module, const std::string& path);
+
+// The first `limit` names, then how many more there are: "a, b, c, ... (7 more)".
+std::string format_name_list(const std::vector<std::string>& names, size_t limit = 25);
+
+// How a state_dict and a module differ, by name.
+struct StateDictFit {
+  std::vector<std::string> missing;     // the module's entries the state_dict lacks
+  std::vector<std::string> unexpected;  // the state_dict's entries the module lacks
+  // Entries of both with different shapes, as "name (file [a, b], model [c, d])".
+  std::vector<std::string> mismatched;
+  bool exact() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
+};
+
+// The non-strict load (Python's load_state_dict(strict=False), but shape mismatches are skipped
+// rather than errors): copies every entry whose name and shape match the module's, leaves every
+// other parameter and buffer as it was, and returns what did not match. A missing BatchNorm
+// `num_batches_tracked` is set to 0 and not listed, as in load_state_dict.
+StateDictFit load_matching_state_dict(torch::nn::Module& module, const StateDict& entries);
 
 }  // namespace batchlab::models

@@ -395,13 +395,66 @@ std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
   return out;
 }
 
+namespace {
+
+bool starts_with_bytes(const std::vector<char>& bytes, const char* prefix, size_t n) {
+  return bytes.size() >= n && std::memcmp(bytes.data(), prefix, n) == 0;
+}
+
+// What the bytes are when they are not a readable zip archive, for the message.
+std::string why_not_an_archive(const std::vector<char>& bytes, const std::string& reader_error) {
+  if (bytes.empty()) return "the file is empty";
+  // A zip archive starts with a local file header; one whose central directory (at the end) is
+  // gone was cut short: an interrupted download or copy.
+  if (starts_with_bytes(bytes, "PK\x03\x04", 4)) {
+    return fmt::format(
+        "the file is truncated or damaged ({} bytes; a zip archive whose end cannot be read: {}); "
+        "copy or save it again",
+        bytes.size(), reader_error);
+  }
+  // torch.save before PyTorch 1.6, or with _use_new_zipfile_serialization=False: a bare pickle.
+  if (static_cast<uint8_t>(bytes[0]) == 0x80) {
+    return "the file is in torch.save's legacy (pre-1.6, non-zip) format; re-save it in Python "
+           "with torch.save(torch.load(old), new)";
+  }
+  return "not a torch.save archive (not a zip file); save the weights with "
+         "torch.save(model.state_dict(), f)";
+}
+
+// TorchScript archives (torch.jit.save) are zip files too, with code/ and constants.pkl beside a
+// data.pkl that pickles the scripted module, not a state_dict.
+bool is_torchscript_archive(caffe2::serialize::PyTorchStreamReader& reader) {
+  if (reader.hasRecord("constants.pkl")) return true;
+  for (const std::string& name : reader.getAllRecords()) {
+    if (name.rfind("code/", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<char> make_loadable_by_libtorch(const std::vector<char>& archive,
                                             const std::string& source_name) {
   namespace serialize = caffe2::serialize;
+  std::unique_ptr<serialize::PyTorchStreamReader> opened;
+  try {
+    opened = std::make_unique<serialize::PyTorchStreamReader>(
+        std::make_shared<serialize::MemoryReadAdapter>(archive.data(),
+                                                       static_cast<off_t>(archive.size())));
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: cannot read the state_dict: {}", source_name,
+                                 why_not_an_archive(archive, e.what_without_backtrace())));
+  }
+  serialize::PyTorchStreamReader& reader = *opened;
+  if (is_torchscript_archive(reader)) {
+    throw InputError(fmt::format(
+        "{}: a TorchScript archive (torch.jit.save), not a state_dict; save the weights with "
+        "torch.save(model.state_dict(), f) (for a scripted module m: torch.save(m.state_dict(), "
+        "f))",
+        source_name));
+  }
   std::vector<char> out;
   try {
-    serialize::PyTorchStreamReader reader(std::make_shared<serialize::MemoryReadAdapter>(
-        archive.data(), static_cast<off_t>(archive.size())));
     if (!reader.hasRecord("data.pkl")) {
       throw InputError(fmt::format(
           "{}: not a torch.save archive (no data.pkl record); save with torch.save(state_dict, f)",

@@ -24,6 +24,21 @@ std::string default_runs_root(const std::string& results_db) {
   return (parent / "runs").string();
 }
 
+std::string default_checkpoint_dir(const std::string& db_path, const std::string& run_id) {
+  return (fs::path(db_path).parent_path() / "checkpoints" / run_id).string();
+}
+
+std::vector<std::string> checkpoint_dir_candidates(const std::string& db_path,
+                                                   const std::string& sweep_name,
+                                                   const std::string& run_id) {
+  std::vector<std::string> out = {default_checkpoint_dir(db_path, run_id)};
+  if (!sweep_name.empty()) {
+    const RunLayout layout((fs::path(default_runs_root(db_path)) / sweep_name).string());
+    out.push_back(default_checkpoint_dir(layout.records_path(run_id), run_id));
+  }
+  return out;
+}
+
 RunLayout::RunLayout(std::string runs_dir) : root_(std::move(runs_dir)) {}
 
 std::string RunLayout::dir(const std::string& run_id) const {

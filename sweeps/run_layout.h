@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace batchlab::sweeps {
 
@@ -24,6 +25,19 @@ namespace batchlab::sweeps {
 // a `results/` folder (results/x.db -> runs, which .gitignore covers), otherwise `runs` inside the
 // database's own folder (/scratch/x.db -> /scratch/runs). A sweep's runs are <that>/<sweep name>.
 std::string default_runs_root(const std::string& results_db);
+
+// Where `batchlab train --db DB` keeps a run's checkpoints unless --checkpoint-dir says otherwise:
+// <DB's folder>/checkpoints/<run id>. A sweep's job records into <run dir>/records.db, so its
+// checkpoints are in <run dir>/checkpoints/<run id>.
+std::string default_checkpoint_dir(const std::string& db_path, const std::string& run_id);
+
+// Where the checkpoints of run `run_id` recorded in `db_path` may be, most likely first: beside
+// the database (a run of `batchlab train --db`), then in its run folder when it belongs to the
+// sweep `sweep_name` ("" for none) with the default runs folder (default_runs_root). A sweep with
+// its own sweep.runs_dir, or a run trained with --checkpoint-dir, is not found here.
+std::vector<std::string> checkpoint_dir_candidates(const std::string& db_path,
+                                                   const std::string& sweep_name,
+                                                   const std::string& run_id);
 
 class RunLayout {
  public:

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "core/config/init_file.h"
 #include "core/config/overrides.h"
 #include "core/config/read_context.h"
 #include "core/config/reader.h"
@@ -24,6 +25,9 @@ ExperimentConfig parse_document(toml::table document, const std::string& source_
   ReadContext ctx(source_name, known_key_paths());
   apply_overrides(document, options.overrides, ctx);
   ExperimentConfig config = read_experiment(document, ctx);
+  std::vector<Diagnostic> init_problems;
+  resolve_init_file(config.model, options.read_init_file, init_problems);
+  ctx.report_all(std::move(init_problems));
   ctx.report_all(validate_experiment(config, options, &ctx));
   if (!ctx.empty()) throw ConfigError(ctx.take_sorted());
   return config;

@@ -21,6 +21,9 @@ struct LoadOptions {
   // Valid model.arch values (from the models registry) and data.dataset values; empty: unchecked.
   std::vector<std::string> model_archs;
   std::vector<std::string> datasets;
+  // Check model.init_from and record its SHA-256 (init_file.h). false: keep the recorded hash and
+  // leave the file alone (exporting a finished run, whose weights come from its checkpoint).
+  bool read_init_file = true;
 };
 
 // Missing or unreadable file -> InputError naming the path; bad content -> ConfigError.

@@ -65,6 +65,10 @@ Table<ModelConfig> model_table() {
       field("arch", &ModelConfig::arch, NonEmpty{}),
       field("channels_last", &ModelConfig::channels_last),
       field("dropout", &ModelConfig::dropout, kUnitHalfOpen),
+      // Keys added after the first recorded runs: written only when used (field_table.h).
+      field_omitted_at_default("init_from", &ModelConfig::init_from),
+      field_omitted_at_default("init_sha256", &ModelConfig::init_sha256),
+      field_omitted_at_default("init_strict", &ModelConfig::init_strict),
       field("max_seq_len", &ModelConfig::max_seq_len, greater_than(0)),
       field("next_sentence", &ModelConfig::next_sentence),
       field("norm_first", &ModelConfig::norm_first),
@@ -154,7 +158,8 @@ Table<ScheduleConfig> schedule_table() {
       field("milestones", &ScheduleConfig::milestones,
             both(each(greater_than(0)), StrictlyIncreasing{})),
       field("power", &ScheduleConfig::power, greater_than(0)),
-      field("steps", &ScheduleConfig::steps, greater_than(0)),
+      // 0: no update; the run evaluates its starting weights (e.g. model.init_from) once.
+      field("steps", &ScheduleConfig::steps, at_least(0)),
       field("warmup_epochs", &ScheduleConfig::warmup_epochs, at_least(0)),
       field("warmup_fraction", &ScheduleConfig::warmup_fraction, kUnitClosed),
       field("warmup_start", &ScheduleConfig::warmup_start, kUnitClosed),

@@ -105,17 +105,21 @@ std::array<uint8_t, 32> Sha256::digest() {
   return out;
 }
 
-std::string sha256_hex(std::string_view bytes) {
-  Sha256 hasher;
-  hasher.update(bytes);
+std::string to_hex(const std::array<uint8_t, 32>& digest) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(64);
-  for (uint8_t byte : hasher.digest()) {
+  for (uint8_t byte : digest) {
     hex += kHex[byte >> 4];
     hex += kHex[byte & 0xf];
   }
   return hex;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 hasher;
+  hasher.update(bytes);
+  return to_hex(hasher.digest());
 }
 
 }  // namespace batchlab::config

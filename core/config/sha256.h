@@ -28,4 +28,7 @@ class Sha256 {
 // Lower-case hex digest of `bytes` (64 characters).
 std::string sha256_hex(std::string_view bytes);
 
+// A digest as 64 lower-case hex characters.
+std::string to_hex(const std::array<uint8_t, 32>& digest);
+
 }  // namespace batchlab::config

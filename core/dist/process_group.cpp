@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "core/torch_version.h"
 #include "core/train/device.h"
 
 namespace batchlab::dist {
@@ -191,9 +192,13 @@ std::unique_ptr<ProcessGroup> connect(const Rendezvous& rv, const GroupOptions& 
     if (options.backend == BackendKind::nccl) {
 #ifdef BATCHLAB_WITH_NCCL
       // Without asynchronous error handling a NCCL collective whose peer died waits forever; with
-      // it, a watchdog ends the process with the error once the timeout expires.
+      // it, a watchdog ends the process with the error once the timeout expires. LibTorch 2.2
+      // renamed the variable (pytorch/pytorch#114077) and warns when the old name is set.
+#if BATCHLAB_TORCH_AT_LEAST(2, 2)
       ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+#else
       ::setenv("NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+#endif
       auto o = c10d::ProcessGroupNCCL::Options::create();
       o->timeout = options.timeout;
       auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rv.rank),

@@ -1,7 +1,6 @@
 #include "core/optim/lamb.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/string_utils.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "core/optim/fused_kernels.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/multi_tensor.h"
+#include "core/optim/state_key.h"
 
 namespace batchlab::optim {
 
@@ -236,7 +236,7 @@ Lamb::Lamb(std::vector<torch::Tensor> params, LambOptions defaults)
            std::move(defaults)) {}
 
 const LambParamState* Lamb::param_state(const torch::Tensor& param) const {
-  auto it = state_.find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  auto it = state_.find(state_key(param));
   return it == state_.end() ? nullptr : static_cast<const LambParamState*>(it->second.get());
 }
 
@@ -285,7 +285,7 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
     const auto& o = static_cast<const LambOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto& slot = state_[c10::guts::to_string(p.unsafeGetTensorImpl())];
+      auto& slot = state_[state_key(p)];
       if (!slot) slot = std::make_unique<LambParamState>();
       auto& st = static_cast<LambParamState&>(*slot);
       if (!st.exp_avg().defined()) {

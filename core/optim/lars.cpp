@@ -1,7 +1,6 @@
 #include "core/optim/lars.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/string_utils.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "core/errors.h"
 #include "core/optim/fused_kernels.h"
 #include "core/optim/multi_tensor.h"
+#include "core/optim/state_key.h"
 
 namespace batchlab::optim {
 
@@ -215,7 +215,7 @@ Lars::Lars(std::vector<torch::Tensor> params, LarsOptions defaults)
            std::move(defaults)) {}
 
 const LarsParamState* Lars::param_state(const torch::Tensor& param) const {
-  auto it = state_.find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  auto it = state_.find(state_key(param));
   return it == state_.end() ? nullptr : static_cast<const LarsParamState*>(it->second.get());
 }
 
@@ -236,7 +236,7 @@ torch::Tensor Lars::step(LossClosure closure) {
     const auto& o = static_cast<const LarsOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto& slot = state_[c10::guts::to_string(p.unsafeGetTensorImpl())];
+      auto& slot = state_[state_key(p)];
       if (!slot) slot = std::make_unique<LarsParamState>();
       auto& st = static_cast<LarsParamState&>(*slot);
       if (o.momentum() != 0.0 && !st.momentum_buffer().defined()) {

@@ -57,10 +57,13 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
   } else if (problems.empty()) {
     const double spe = static_cast<double>(steps_per_epoch);
     total_steps_ = s.steps ? *s.steps : std::llround(*s.epochs * spe);
-    if (total_steps_ <= 0) {
-      problems.push_back(problem(s.steps ? "schedule.steps" : "schedule.epochs",
-                                 s.steps ? std::to_string(*s.steps) : num(*s.epochs),
-                                 "the run must have at least one step"));
+    // schedule.steps = 0 asks for no update (the starting weights are evaluated); epochs that
+    // round to no step are a mistake.
+    if (!s.steps && total_steps_ <= 0) {
+      problems.push_back(problem("schedule.epochs", num(*s.epochs),
+                                 fmt::format("{} steps per epoch make this no step at all; train "
+                                             "longer (schedule.steps = 0 if no update is meant)",
+                                             steps_per_epoch)));
     }
     if (s.warmup_steps) warmup_steps_ = *s.warmup_steps;
     if (s.warmup_epochs) warmup_steps_ = std::llround(*s.warmup_epochs * spe);
@@ -121,6 +124,7 @@ double LrSchedule::current(int64_t step, double train_elapsed_s) const {
 
 double LrSchedule::progress(int64_t step, double train_elapsed_s) const {
   if (budgeted_) return std::clamp(train_elapsed_s / budget_s_, 0.0, 1.0);
+  if (total_steps_ <= 0) return 1.0;  // a run of no steps is over before it starts
   return std::clamp(static_cast<double>(step) / static_cast<double>(total_steps_), 0.0, 1.0);
 }
 

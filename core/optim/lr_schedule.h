@@ -37,11 +37,12 @@ class LrSchedule {
   // steps_per_epoch = optimizer steps (not micro-batches) per epoch; ignored when budgeted unless
   // the schedule is in epochs. `schedule` must have passed config validation (asserted, see
   // config/preconditions.h); ConfigError for what only the data size reveals: no full batch per
-  // epoch, no step at all, or a warmup longer than the run in mixed units.
+  // epoch, epochs that round to no step, or a warmup longer than the run in mixed units.
   LrSchedule(const config::ScheduleConfig& schedule, double peak_lr, int64_t steps_per_epoch);
 
   bool budgeted() const { return budgeted_; }
-  int64_t total_steps() const { return budgeted_ ? 0 : total_steps_; }    // 0 when budgeted
+  // 0 when budgeted, and for schedule.steps = 0 (no update).
+  int64_t total_steps() const { return budgeted_ ? 0 : total_steps_; }
   int64_t warmup_steps() const { return budgeted_ ? 0 : warmup_steps_; }  // 0 when budgeted
 
   // LR used by the update of 0-based step `step` (steps past the end keep the end value).

@@ -1,15 +1,18 @@
 #include "core/train/autocast.h"
 
 #include <ATen/autocast_mode.h>
-#include <torch/version.h>
+
+#include "core/torch_version.h"
 
 namespace batchlab::train {
 
 namespace {
 
 // LibTorch 2.4 replaced the per-device functions (set_enabled for CUDA, set_cpu_enabled, ...) by
-// ones taking the device type and deprecated the old ones; 1.13 has only the old ones.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+// ones taking the device type and deprecated the old ones (pytorch/pytorch#124359, "Refactor
+// autocast C++ APIs to be device-agnostic"; C10_DEPRECATED, so an error under -Werror); 1.13 has
+// only the old ones.
+#if BATCHLAB_TORCH_AT_LEAST(2, 4)
 bool is_enabled(c10::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
 void set_enabled(c10::DeviceType d, bool on) { at::autocast::set_autocast_enabled(d, on); }
 c10::ScalarType get_dtype(c10::DeviceType d) { return at::autocast::get_autocast_dtype(d); }

@@ -111,6 +111,26 @@ std::string read_payload(const std::string& path) {
   return payload;
 }
 
+// The archive inside a framed file, or a CheckpointError naming it.
+void open_archive(const std::string& path, torch::serialize::InputArchive& archive) {
+  const std::string payload = read_payload(path);
+  std::istringstream in(payload);
+  try {
+    archive.load_from(in);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(
+        fmt::format("{}: unreadable checkpoint payload: {}", path, e.what_without_backtrace()));
+  }
+}
+
+std::string config_hash_of(torch::serialize::InputArchive& archive) {
+  c10::IValue hash;
+  archive.read("config_hash", hash);
+  return hash.toStringRef();
+}
+
+constexpr const char* kBestFile = "best.pt";
+
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(keep) {}
@@ -277,6 +297,75 @@ bool CheckpointStore::load_rank_state(const std::string& config_hash, int64_t st
   }
   read_rng(archive, device_);
   return true;
+}
+
+int64_t CheckpointStore::step_of(const std::string& path) {
+  const std::string name = fs::path(path).stem().string();  // ckpt-000000000120
+  const size_t dash = name.rfind('-');
+  return dash == std::string::npos ? -1 : std::stoll(name.substr(dash + 1));
+}
+
+std::string CheckpointStore::best_path() const { return (fs::path(dir_) / kBestFile).string(); }
+
+std::string CheckpointStore::save_best(const std::string& config_hash, const BestRecord& record,
+                                       torch::nn::Module& model) {
+  torch::serialize::OutputArchive archive;
+  torch::serialize::OutputArchive model_archive;
+  model.save(model_archive);
+  archive.write("model", model_archive);
+  archive.write("config_hash", c10::IValue(config_hash));
+  // "ints"[0] is the step, as in a checkpoint, so load_model_weights reads both alike.
+  archive.write("ints", torch::tensor(std::vector<int64_t>{record.step}, torch::kInt64));
+  archive.write("best_metric", c10::IValue(record.metric));
+  archive.write("best_value", torch::tensor(std::vector<double>{record.value}, torch::kFloat64));
+  fs::create_directories(dir_);
+  write_framed(best_path(), archive_bytes(archive));
+  return best_path();
+}
+
+std::optional<BestRecord> CheckpointStore::read_best(const std::string& config_hash) const {
+  std::error_code ec;
+  if (!fs::exists(best_path(), ec)) return std::nullopt;
+  try {
+    torch::serialize::InputArchive archive;
+    open_archive(best_path(), archive);
+    if (config_hash_of(archive) != config_hash) return std::nullopt;
+    BestRecord record;
+    torch::Tensor ints, value;
+    c10::IValue metric;
+    archive.read("ints", ints);
+    archive.read("best_metric", metric);
+    archive.read("best_value", value);
+    record.step = ints[0].item<int64_t>();
+    record.metric = metric.toStringRef();
+    record.value = value[0].item<double>();
+    return record;
+  } catch (const CheckpointError&) {
+    return std::nullopt;  // a damaged best.pt is replaced at the next improvement
+  }
+}
+
+int64_t load_model_weights(const std::string& path, const std::string& config_hash,
+                           torch::nn::Module& model) {
+  torch::serialize::InputArchive archive;
+  open_archive(path, archive);
+  const std::string hash = config_hash_of(archive);
+  if (hash != config_hash) {
+    throw CheckpointError(
+        fmt::format("{}: a checkpoint of run {}, not of run {} (the configuration differs)", path,
+                    hash, config_hash));
+  }
+  torch::serialize::InputArchive model_archive;
+  torch::Tensor ints;
+  try {
+    archive.read("model", model_archive);
+    model.load(model_archive);
+    archive.read("ints", ints);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(fmt::format("{}: the weights do not fit run {}'s model: {}", path,
+                                      config_hash, e.what_without_backtrace()));
+  }
+  return ints[0].item<int64_t>();
 }
 
 }  // namespace batchlab::train

@@ -10,6 +10,9 @@
 // rank); every other rank r writes `rank<r>-<step>.pt` beside it with its own RNG states (its
 // dropout masks differ from rank 0's) and restores it on resume. Every rank reads the shared
 // checkpoint, so the directory must be visible to all ranks (one host, or a shared filesystem).
+//
+// Beside them, runs with a validation split keep best.pt: the weights at the best validation
+// metric so far (core/train/best_weights.h), which `batchlab export --checkpoint best` reads.
 #pragma once
 
 #include <c10/core/Device.h>
@@ -43,6 +46,13 @@ struct CheckpointContents {
   TrainerState state;
 };
 
+// What best.pt records beside the weights: when they were best, by which metric.
+struct BestRecord {
+  int64_t step = 0;    // updates done
+  std::string metric;  // val_acc or val_loss (core/train/best_weights.h)
+  double value = 0.0;
+};
+
 class CheckpointStore {
  public:
   // `dir` is created when needed; `keep` newest files are kept.
@@ -74,9 +84,21 @@ class CheckpointStore {
   bool load_rank_state(const std::string& config_hash, int64_t step, int64_t rank,
                        std::vector<std::string>& warnings);
 
+  // best.pt: the model's parameters and buffers at the best validation metric so far, with the
+  // metric, its value and the step (no optimizer or RNG state: it is for export, not resume).
+  // Framed and renamed like a checkpoint; the trainer replaces it whenever the metric improves.
+  std::string save_best(const std::string& config_hash, const BestRecord& record,
+                        torch::nn::Module& model);
+  // best.pt's record when the file exists, is intact and belongs to `config_hash`; else nullopt.
+  std::optional<BestRecord> read_best(const std::string& config_hash) const;
+  std::string best_path() const;
+
   // Checkpoint files, newest first.
   std::vector<std::string> list() const;
   const std::string& dir() const { return dir_; }
+
+  // The step of a checkpoint file (ckpt-000000000120.pt -> 120).
+  static int64_t step_of(const std::string& path);
 
  private:
   std::vector<std::string> list_rank_files(int64_t rank) const;
@@ -85,5 +107,11 @@ class CheckpointStore {
   int keep_;
   c10::Device device_{c10::DeviceType::CPU};
 };
+
+// Reads only the model's parameters and buffers from a checkpoint file or best.pt of run
+// `config_hash` into `model`; returns the step the file was written at. CheckpointError naming the
+// file when it is unreadable, corrupt, or of another run.
+int64_t load_model_weights(const std::string& path, const std::string& config_hash,
+                           torch::nn::Module& model);
 
 }  // namespace batchlab::train

@@ -24,7 +24,7 @@ void ConsoleReporter::run_started(const RunGeometry& g) {
              "dropped/epoch | peak lr {:.4g}, warmup {} steps | {} | {} threads\n",
              g.global_batch, g.world_size, g.micro_batch, g.accum_steps, g.train_size,
              g.steps_per_epoch, g.samples_dropped_per_epoch, g.peak_lr, g.warmup_steps,
-             g.total_steps > 0 ? fmt::format("{} steps", g.total_steps) : std::string("budgeted"),
+             g.budgeted ? std::string("budgeted") : fmt::format("{} steps", g.total_steps),
              g.threads);
   std::fflush(out_);
 }

@@ -1,10 +1,8 @@
 #include "core/train/device.h"
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
-
-#include "core/config/preconditions.h"
-#include "core/errors.h"
 
 #ifdef BATCHLAB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -12,32 +10,6 @@
 #endif
 
 namespace batchlab::train {
-
-c10::Device resolve_device(const std::string& spec, int64_t local_rank) {
-  if (spec == "cpu") return c10::Device(c10::DeviceType::CPU);
-  // The schema's DeviceName rule (core/config) checked the spelling when the config was read.
-  config::expect(spec.rfind("cuda", 0) == 0, "resolve_device",
-                 fmt::format("train.device = {} is not cpu, cuda or cuda:N", spec));
-  const auto available = static_cast<int64_t>(torch::cuda::device_count());
-  if (!built_with_cuda() || available == 0) {
-    throw InputError(fmt::format(
-        "train.device = {}: {}; use train.device = \"cpu\" or build against a CUDA LibTorch "
-        "(docs/gpu.md)",
-        spec,
-        built_with_cuda() ? "no CUDA device is visible to this process"
-                          : "this batchlab was built against a LibTorch without CUDA"));
-  }
-  int64_t index = local_rank;
-  if (spec.size() > 5) index = std::stoll(spec.substr(5));  // "cuda:N"; syntax checked by config
-  if (index < 0 || index >= available) {
-    throw InputError(fmt::format("train.device = {}: GPU {} does not exist ({} visible{}); {}",
-                                 spec, index, available,
-                                 spec.size() > 5 ? "" : fmt::format(", local rank {}", local_rank),
-                                 spec.size() > 5 ? "pick an index below the device count"
-                                                 : "start at most one local rank per GPU"));
-  }
-  return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
-}
 
 void use_device(const c10::Device& device) {
 #ifdef BATCHLAB_WITH_CUDA
@@ -77,6 +49,36 @@ std::vector<std::string> cuda_device_descriptions() {
 #endif
   }
   return out;
+}
+
+std::string device_name(const c10::Device& device) {
+  if (!device.is_cuda()) return device.str();
+#ifdef BATCHLAB_WITH_CUDA
+  return at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0)->name;
+#else
+  return device.str();
+#endif
+}
+
+bool supports_bf16(const c10::Device& device) {
+  if (device.is_cpu()) return true;
+#ifdef BATCHLAB_WITH_CUDA
+  if (device.is_cuda()) {
+    return at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0)->major >= 8;
+  }
+#endif
+  return false;
+}
+
+bool cudnn_benchmark_pays_off(const c10::Device& device, bool fixed_input_shapes) {
+  return device.is_cuda() && fixed_input_shapes;
+}
+
+bool configure_cudnn_benchmark(const c10::Device& device, bool fixed_input_shapes) {
+  if (cudnn_benchmark_pays_off(device, fixed_input_shapes)) {
+    at::globalContext().setBenchmarkCuDNN(true);
+  }
+  return at::globalContext().benchmarkCuDNN();
 }
 
 }  // namespace batchlab::train

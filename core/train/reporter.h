@@ -22,7 +22,8 @@ struct RunGeometry {
   int64_t bn_group = 0;
   int64_t train_size = 0;
   int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;  // 0 when the run length is a wall-clock budget
+  int64_t total_steps = 0;  // 0 when the run length is a wall-clock budget (or schedule.steps = 0)
+  bool budgeted = false;    // the run length is a wall-clock budget
   int64_t samples_dropped_per_epoch = 0;
   int64_t warmup_steps = 0;
   double peak_lr = 0.0;

@@ -97,6 +97,11 @@ class Task {
   // Called by the trainer when training starts or resumes. Tasks with loader threads build the
   // planned batches ahead; make_batch returns the same batch whether or not it was built ahead.
   virtual void plan_batches(const BatchPlan& /*plan*/) {}
+
+  // Whether every training batch has the same input shape (fixed-size images), so the device may
+  // autotune its kernels once per shape (cuDNN benchmark mode, core/train/device.h). Tasks whose
+  // shapes change during training (BERT's two-phase sequence length) keep the default.
+  virtual bool fixed_input_shapes() const { return false; }
 };
 
 }  // namespace batchlab::train

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/config/experiment_config.h"
+#include "core/train/device.h"
 #include "core/train/rank_sync.h"
 
 namespace batchlab::train {
@@ -36,6 +37,7 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   const c10::Device device = options_.device;
   precision_ = mixed_precision(train_.precision, device.type());
   timer_ = std::make_unique<StepTimer>(device);
+  configure_cudnn_benchmark(device, task_.fixed_input_shapes());
   if (options_.checkpoints) options_.checkpoints->set_device(device);
 
   params_ = task_.named_parameters();
@@ -56,6 +58,10 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   evals_ = std::make_unique<EvalSchedule>(train_, batch_.steps_per_epoch);
   checkpoint_every_s_ = train_.checkpoint_minutes * 60.0;
   state_.targets_reached.assign(train_.targets.size(), false);
+  // Selection reads validation metrics only: best weights need a validation split.
+  if (checkpoints_on() && task_.size(Split::val) > 0) {
+    best_rule_ = std::make_unique<BestWeightsRule>(train_.targets);
+  }
   // Layer rows are only ever recorded by rank 0: the other ranks skip the measurement.
   if (train_.layer_stats_every > 0 && rank_ == 0) {
     layer_stats_ = std::make_unique<LayerStatsCollector>(params_);
@@ -74,6 +80,7 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   geometry_.train_size = train_size;
   geometry_.steps_per_epoch = batch_.steps_per_epoch;
   geometry_.total_steps = schedule_->total_steps();
+  geometry_.budgeted = schedule_->budgeted();
   geometry_.samples_dropped_per_epoch = batch_.dropped_per_epoch;
   geometry_.warmup_steps = schedule_->warmup_steps();
   geometry_.peak_lr = peak;
@@ -289,6 +296,10 @@ std::string Trainer::first_nonfinite_parameter() const {
   return "no parameter (the loss itself)";
 }
 
+bool Trainer::checkpoints_on() const {
+  return options_.checkpoints && (train_.checkpoint_every > 0 || checkpoint_every_s_ > 0);
+}
+
 void Trainer::save_checkpoint(int64_t updates_done) {
   if (!options_.checkpoints) return;
   const auto t0 = Clock::now();
@@ -327,6 +338,11 @@ int64_t Trainer::resume() {
   for (const auto& w : warnings) reporter_.note(w);
   if (!loaded) return 0;
   state_ = loaded->state;
+  if (best_rule_) {
+    // best.pt may be newer than the checkpoint: its value stands until beaten.
+    const auto best = options_.checkpoints->read_best(options_.run_id);
+    if (best && best->metric == best_rule_->metric()) best_value_ = best->value;
+  }
   state_.targets_reached.resize(train_.targets.size(), false);
   if (noise_) noise_->restore({state_.noise_g2, state_.noise_trace, state_.noise_updates});
   reporter_.note(fmt::format("resumed from step {} ({} of training)", state_.step, state_.train_s));
@@ -348,19 +364,18 @@ void Trainer::end_preempted(int64_t updates_done) {
                                options_.checkpoints ? "; checkpoint written" : "");
 }
 
-// A final evaluation unless the last step was just evaluated; a diverged or interrupted run is not
-// evaluated (an interrupted one resumes and evaluates on its own schedule). A finished or stopped
-// run keeps its final weights in a checkpoint when checkpoints are on (and resuming it does
-// nothing).
+// A final evaluation unless the last step was just evaluated (a run of schedule.steps = 0 is
+// evaluated once, at its starting weights); a diverged or interrupted run is not evaluated (an
+// interrupted one resumes and evaluates on its own schedule). A finished or stopped run keeps its
+// final weights in a checkpoint when checkpoints are on (resuming it does nothing, and `batchlab
+// export` reads it).
 void Trainer::finish(int64_t updates_done) {
   const bool done = outcome_.status == RunStatus::done;
-  if (done && state_.last_eval_step != updates_done && updates_done > 0) {
+  if (done && state_.last_eval_step != updates_done) {
     evaluate_and_report(updates_done, /*last=*/true);
   }
   const bool result = done || outcome_.status == RunStatus::stopped;
-  if (result && (train_.checkpoint_every > 0 || checkpoint_every_s_ > 0)) {
-    save_checkpoint(updates_done);
-  }
+  if (result && checkpoints_on()) save_checkpoint(updates_done);
   outcome_.last_step = updates_done;
   outcome_.train_s = state_.train_s;
   reporter_.run_finished(outcome_);

@@ -13,7 +13,10 @@
 // every time, or only at the run's last evaluation (train.full_eval = "final"). It runs every
 // train.eval_every epochs or on the log-spaced grid of train.evals_per_octave (eval_schedule.h),
 // and at the end. After each one the trainer honours a stop request (--stop-file,
-// stop_request.h): the run ends as `stopped`.
+// stop_request.h): the run ends as `stopped`. With checkpoints on, a run with a validation split
+// keeps best.pt, the weights at its best validation metric (best_weights.h), and a finished run
+// checkpoints its final weights. A run of schedule.steps = 0 makes no update: it evaluates (and
+// checkpoints) its starting weights.
 //
 // Data parallel (options.data_parallel set): every rank runs a Trainer over its shard of each
 // global batch (data_order.h); the gradients are averaged across ranks by bucketed all-reduce
@@ -44,6 +47,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/train/accumulation.h"
 #include "core/train/autocast.h"
+#include "core/train/best_weights.h"
 #include "core/train/checkpoint.h"
 #include "core/train/data_order.h"
 #include "core/train/data_parallel.h"
@@ -160,8 +164,10 @@ class Trainer {
   void measure_train_and_test(EvalRecord& r);
   bool all_targets_reached_with(const EvalRecord& r) const;
   void record_milestones(const EvalRecord& r);
+  void keep_best_weights(const EvalRecord& r);
   std::optional<StopRequest> poll_stop_request(int64_t updates_done);
 
+  bool checkpoints_on() const;
   void save_checkpoint(int64_t updates_done);
   void synchronize_start();
   void end_preempted(int64_t updates_done);
@@ -198,6 +204,9 @@ class Trainer {
   std::unique_ptr<LayerStatsCollector> layer_stats_;
   std::unique_ptr<NoiseScaleEstimator> noise_;
   double last_loss_ = 0.0;  // last finite training loss
+  // best.pt (runs with a validation split and checkpoints on): the rule and the best value so far.
+  std::unique_ptr<BestWeightsRule> best_rule_;
+  std::optional<double> best_value_;
   RunOutcome outcome_;
 };
 

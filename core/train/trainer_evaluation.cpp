@@ -40,6 +40,7 @@ bool Trainer::evaluate_and_report(int64_t updates_done, bool last) {
   r.eval_s = seconds_since(t0);
   reporter_.eval(r);
   record_milestones(r);
+  keep_best_weights(r);
   state_.eval_s += r.eval_s;
   state_.last_eval_step = updates_done;
   if (stop) {
@@ -91,6 +92,20 @@ void Trainer::record_milestones(const EvalRecord& r) {
     m.total_s = state_.train_s + state_.eval_s + state_.checkpoint_s;  // survives restarts
     reporter_.milestone(m);
   }
+}
+
+// best.pt follows the selection metric (best_weights.h). Written off the training clock, like a
+// checkpoint, by rank 0 (after evaluation averaged the buffers, every rank holds the same weights).
+void Trainer::keep_best_weights(const EvalRecord& r) {
+  if (!best_rule_) return;
+  const auto better = best_rule_->improvement(r, best_value_);
+  if (!better) return;
+  best_value_ = better;
+  if (rank_ != 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  options_.checkpoints->save_best(options_.run_id, {r.step, best_rule_->metric(), *better},
+                                  task_.model());
+  state_.checkpoint_s += seconds_since(t0);
 }
 
 // Rank 0 reads the file and the ranks agree on its answer: a file that appears between two ranks'

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/errors.h"
+#include "experiments/tasks/task_outputs.h"
 #include "models/memory_format.h"
 #include "models/registry.h"
 
@@ -74,12 +75,7 @@ train::Batch FileImageClassificationTask::make_batch(train::Split split,
 }
 
 train::BatchOutput FileImageClassificationTask::forward(const train::Batch& batch) {
-  auto logits = model_->forward(batch.inputs);  // float [B, classes]
-  train::BatchOutput out;
-  out.loss = torch::nn::functional::cross_entropy(logits, batch.targets);
-  out.correct = logits.argmax(1).eq(batch.targets).sum();
-  out.count = batch.size;
-  return out;
+  return classification_output(*model_, batch);
 }
 
 void FileImageClassificationTask::plan_batches(const train::BatchPlan& plan) {

@@ -35,6 +35,7 @@ class FileImageClassificationTask : public train::Task {
   train::Batch make_batch(train::Split split, const torch::Tensor& indices,
                           std::optional<uint64_t> augment_seed) override;
   train::BatchOutput forward(const train::Batch& batch) override;
+  bool fixed_input_shapes() const override { return true; }  // S x S crops, fixed batches
   void plan_batches(const train::BatchPlan& plan) override;
 
   data::BatchLoader& loader() { return *loader_; }

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "experiments/tasks/task_outputs.h"
 #include "models/memory_format.h"
 
 namespace batchlab::experiments {
@@ -79,12 +80,7 @@ train::Batch ImageClassificationTask::make_batch(train::Split split, const torch
 }
 
 train::BatchOutput ImageClassificationTask::forward(const train::Batch& batch) {
-  auto logits = model_->forward(batch.inputs);  // [n, classes]
-  train::BatchOutput out;
-  out.loss = torch::nn::functional::cross_entropy(logits, batch.targets);
-  out.correct = logits.argmax(1).eq(batch.targets).sum();
-  out.count = batch.size;
-  return out;
+  return classification_output(*model_, batch);
 }
 
 }  // namespace batchlab::experiments

@@ -29,6 +29,7 @@ class ImageClassificationTask : public train::Task {
   train::Batch make_batch(train::Split split, const torch::Tensor& indices,
                           std::optional<uint64_t> augment_seed) override;
   train::BatchOutput forward(const train::Batch& batch) override;
+  bool fixed_input_shapes() const override { return true; }  // S x S crops, fixed batches
 
   const data::ImageDataset& dataset() const { return dataset_; }
   const train::ValidationSplit& validation_split() const { return validation_; }

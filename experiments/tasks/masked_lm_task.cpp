@@ -108,24 +108,7 @@ train::Batch MaskedLmTask::make_batch(train::Split split, const torch::Tensor& i
 }
 
 train::BatchOutput MaskedLmTask::forward(const train::Batch& batch) {
-  const auto& positions = batch.extras.at(kMlmPositions);
-  auto out =
-      model_->forward(batch.inputs, batch.extras.at(kMlmSegments), torch::Tensor(), positions);
-  train::BatchOutput result;
-  result.count = batch.targets.size(0);
-  if (result.count > 0) {
-    result.loss = torch::nn::functional::cross_entropy(out.mlm_logits, batch.targets);
-    result.correct = out.mlm_logits.argmax(1).eq(batch.targets).sum();
-  } else {
-    // Nothing masked (a tiny batch): a zero loss that still belongs to the graph.
-    result.loss = out.mlm_logits.sum() * 0.0;
-    result.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
-  }
-  const auto& nsp_labels = batch.extras.at(kMlmNspLabels);
-  if (out.nsp_logits.defined() && nsp_labels.defined()) {
-    result.loss = result.loss + torch::nn::functional::cross_entropy(out.nsp_logits, nsp_labels);
-  }
-  return result;
+  return masked_lm_output(*model_, batch);
 }
 
 std::unique_ptr<train::Task> make_masked_lm_task(const config::ModelConfig& model,

@@ -25,14 +25,10 @@
 #include "core/train/validation_split.h"
 #include "experiments/data/mlm_batch.h"
 #include "experiments/data/text_corpus.h"
+#include "experiments/tasks/task_outputs.h"
 #include "models/masked_lm.h"
 
 namespace batchlab::experiments {
-
-// Positions in the extras of a MaskedLmTask batch.
-inline constexpr size_t kMlmSegments = 0;
-inline constexpr size_t kMlmPositions = 1;
-inline constexpr size_t kMlmNspLabels = 2;
 
 class MaskedLmTask : public train::Task {
  public:

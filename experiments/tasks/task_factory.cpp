@@ -3,14 +3,17 @@
 #include "experiments/data/image_dataset.h"
 #include "experiments/tasks/file_image_classification.h"
 #include "experiments/tasks/image_classification.h"
+#include "experiments/tasks/initial_weights.h"
 #include "experiments/tasks/masked_lm_task.h"
 #include "models/registry.h"
 
 namespace batchlab::experiments {
 
-std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
-                                       const config::DataConfig& data, int64_t bn_group,
-                                       torch::Device device) {
+namespace {
+
+std::unique_ptr<train::Task> make_task_for_data(const config::ModelConfig& model,
+                                                const config::DataConfig& data, int64_t bn_group,
+                                                torch::Device device) {
   // Streamed from files (JPEG folder or packed shards); the other image datasets fit in memory.
   if (data.dataset == "imagenet") return make_file_image_task(model, data, bn_group, device);
   // BERT pretraining on packed token shards (experiments/tasks/masked_lm_task.h).
@@ -22,6 +25,17 @@ std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
                                            dataset.train_images.size(3), classes, bn_group);
   return std::make_unique<ImageClassificationTask>(std::move(dataset), std::move(net), data.augment,
                                                    device, model.channels_last);
+}
+
+}  // namespace
+
+std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
+                                       const config::DataConfig& data, int64_t bn_group,
+                                       torch::Device device, std::vector<std::string>* notes) {
+  auto task = make_task_for_data(model, data, bn_group, device);
+  std::vector<std::string> said = load_initial_weights(task->model(), model);
+  if (notes != nullptr) notes->insert(notes->end(), said.begin(), said.end());
+  return task;
 }
 
 std::vector<std::string> dataset_names() {

@@ -11,11 +11,15 @@
 namespace batchlab::experiments {
 
 // Loads the data, builds the model (after the caller seeded the RNG) with ghost batch norm over
-// groups of `bn_group` samples (batch.bn_group; 0 = the whole micro-batch), and wires them into a
-// task whose batches live on `device` (this rank's, train.device resolved).
+// groups of `bn_group` samples (batch.bn_group; 0 = the whole micro-batch), loads its starting
+// weights from model.init_from when set (initial_weights.h), and wires them into a task whose
+// batches live on `device` (this rank's, train.device resolved). `notes`, when given, receives
+// what the run should tell the user about the starting weights (what a non-strict load left at
+// its initialization).
 std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
                                        const config::DataConfig& data, int64_t bn_group,
-                                       torch::Device device);
+                                       torch::Device device,
+                                       std::vector<std::string>* notes = nullptr);
 
 // Valid values of data.dataset, for config validation.
 std::vector<std::string> dataset_names();

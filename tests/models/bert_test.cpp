@@ -1,6 +1,5 @@
 #include "models/bert.h"
 
-#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/train/autocast.h"
 #include "models/bert_attention.h"
 #include "models/bert_config.h"
 #include "models/registry.h"
@@ -275,16 +275,43 @@ TEST(Bert, PaddingMaskWorksUnderBf16Autocast) {
   padding[2].fill_(true);
   torch::Tensor other_ids = ids.clone();
   other_ids[1].slice(0, 6).fill_(5);
-  at::autocast::set_cpu_enabled(true);
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  const torch::Tensor a = net->bert()->forward(ids, {}, padding).sequence;
-  const torch::Tensor b = net->bert()->forward(other_ids, {}, padding).sequence;
-  const torch::Tensor c = net->bert()->forward(other_ids, {}, {}).sequence;
-  at::autocast::set_cpu_enabled(false);
-  at::autocast::clear_cache();
+  torch::Tensor a, b, c;
+  {
+    // The trainer's guard (core/train/autocast.h), which speaks both LibTorch autocast APIs.
+    train::AutocastGuard autocast(train::mixed_precision("bf16", c10::DeviceType::CPU));
+    a = net->bert()->forward(ids, {}, padding).sequence;
+    b = net->bert()->forward(other_ids, {}, padding).sequence;
+    c = net->bert()->forward(other_ids, {}, {}).sequence;
+  }
+  // Autocast was on: the same forward in float32 gives other numbers.
+  const torch::Tensor a32 = net->bert()->forward(ids, {}, padding).sequence;
+  EXPECT_FALSE(torch::allclose(a.to(torch::kFloat32), a32, 1e-6, 1e-6));
   EXPECT_TRUE(torch::isfinite(a).all().item<bool>());
   EXPECT_TRUE(torch::equal(a[1].slice(0, 0, 6), b[1].slice(0, 0, 6)));
   EXPECT_FALSE(torch::equal(b[1].slice(0, 0, 6), c[1].slice(0, 0, 6)));  // the mask did something
+}
+
+// The whole pretraining model, MLM head included, trains under bf16 autocast on the CPU
+// (train.precision = "bf16"): the head's LayerNorm gets a bf16 input there.
+TEST(Bert, PretrainingForwardAndBackwardRunUnderBf16Autocast) {
+  torch::manual_seed(5);
+  auto net = make_tiny(tiny_config());
+  const torch::Tensor ids = torch::randint(0, 97, {2, 12}, torch::kInt64);
+  const torch::Tensor positions = torch::tensor({1, 4, 13, 20}, torch::kInt64);
+  MlmOutput out;
+  {
+    train::AutocastGuard autocast(train::mixed_precision("bf16", c10::DeviceType::CPU));
+    out = net->forward(ids, {}, {}, positions);
+  }
+  ASSERT_EQ(out.mlm_logits.sizes(), (std::vector<int64_t>{4, 97}));
+  const auto loss = torch::nn::functional::cross_entropy(
+      out.mlm_logits.to(torch::kFloat32), torch::tensor({3, 5, 7, 9}, torch::kInt64));
+  loss.backward();
+  EXPECT_TRUE(std::isfinite(loss.item<double>()));
+  for (const auto& p : net->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().scalar_type(), torch::kFloat32);
+  }
 }
 
 TEST(Bert, PreLnAndPostLnDifferAndBothTrain) {

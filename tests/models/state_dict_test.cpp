@@ -1,6 +1,7 @@
 #include "models/state_dict.h"
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -182,6 +183,73 @@ TEST_F(StateDictFiles, UnreadableFilesNameThePath) {
   }
   const std::string mixed_message = input_error_of([&] { read_state_dict(path("mixed.pt")); });
   EXPECT_NE(mixed_message.find("not a name -> tensor pair"), std::string::npos) << mixed_message;
+}
+
+TEST_F(StateDictFiles, EachKindOfWrongFileIsNamedForWhatItIs) {
+  ResNet net = small_resnet18(0);
+  save_state_dict(net, path("whole.pt"));
+  std::ifstream in(path("whole.pt"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto write = [&](const std::string& name, const std::string& content) {
+    std::ofstream(path(name), std::ios::binary) << content;
+    return path(name);
+  };
+  const auto message = [&](const std::string& file) {
+    const std::string m = input_error_of([&] { read_state_dict(file); });
+    EXPECT_NE(m.find(file), std::string::npos) << m;
+    return m;
+  };
+  EXPECT_NE(message(write("half.pt", bytes.substr(0, bytes.size() / 2))).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(message(write("empty.pt", "")).find("the file is empty"), std::string::npos);
+  EXPECT_NE(message(write("text.pt", "weights: none\n")).find("not a torch.save archive"),
+            std::string::npos);
+  EXPECT_NE(message(write("legacy.pt", std::string("\x80\x02\x8a\x0alegacy", 10)))
+                .find("legacy (pre-1.6, non-zip) format"),
+            std::string::npos);
+
+  // torch.jit.save's archive is a zip with data.pkl too, but holds code, not a state_dict.
+  torch::jit::Module scripted("m");
+  scripted.register_parameter("w", torch::zeros({2}), false);
+  scripted.save(path("scripted.pt"));
+  EXPECT_NE(message(path("scripted.pt")).find("a TorchScript archive (torch.jit.save)"),
+            std::string::npos);
+
+  // A pickled list of tensors (torch.save([a, b], f)) is no mapping.
+  c10::List<torch::Tensor> list;
+  list.push_back(torch::zeros({2}));
+  const std::vector<char> pickled = torch::pickle_save(list);
+  EXPECT_NE(message(write("list.pt", std::string(pickled.begin(), pickled.end())))
+                .find("holds a GenericList, not a state_dict"),
+            std::string::npos);
+}
+
+TEST_F(StateDictFiles, MatchingLoadCopiesWhatFitsAndListsTheRest) {
+  // A 1000-class file into a 10-class model: the head stays, everything else is copied.
+  torch::manual_seed(5);
+  ResNetOptions thousand;
+  thousand.depth = 18;
+  thousand.stem = ResNetStem::kSmall;
+  thousand.num_classes = 1000;
+  ResNet source(thousand);
+  StateDict entries = state_dict(source);
+  entries.emplace_back("extra.weight", torch::ones({1}));
+  ResNet target = small_resnet18(6);
+  const torch::Tensor head_before = target.named_parameters()["fc.weight"].clone();
+
+  const StateDictFit fit = load_matching_state_dict(target, entries);
+  EXPECT_TRUE(fit.missing.empty());
+  EXPECT_EQ(fit.unexpected, std::vector<std::string>{"extra.weight"});
+  EXPECT_EQ(fit.mismatched,
+            (std::vector<std::string>{"fc.weight (file [1000, 512], model [10, 512])",
+                                      "fc.bias (file [1000], model [10])"}));
+  EXPECT_FALSE(fit.exact());
+  EXPECT_TRUE(torch::equal(target.named_parameters()["fc.weight"], head_before));
+  EXPECT_TRUE(torch::equal(target.named_parameters()["layer4.1.conv2.weight"],
+                           source.named_parameters()["layer4.1.conv2.weight"]));
+  EXPECT_TRUE(torch::equal(target.named_buffers()["bn1.running_var"],
+                           source.named_buffers()["bn1.running_var"]));
+  EXPECT_EQ(format_name_list({"a", "b", "c"}, 2), "a, b, ... (1 more)");
 }
 
 TEST_F(StateDictFiles, UnwritablePathIsAnInputError) {

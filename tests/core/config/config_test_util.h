@@ -83,6 +83,9 @@ inline void expect_same_config(const ExperimentConfig& a, const ExperimentConfig
   EXPECT_EQ(a.model.width, b.model.width);
   EXPECT_EQ(a.model.num_classes, b.model.num_classes);
   EXPECT_EQ(a.model.zero_init_residual, b.model.zero_init_residual);
+  EXPECT_EQ(a.model.init_from, b.model.init_from);
+  EXPECT_EQ(a.model.init_strict, b.model.init_strict);
+  EXPECT_EQ(a.model.init_sha256, b.model.init_sha256);
   EXPECT_EQ(a.data.dataset, b.data.dataset);
   EXPECT_EQ(a.data.path, b.data.path);
   EXPECT_EQ(a.data.workers, b.data.workers);

@@ -132,8 +132,9 @@ TEST(RangeRules, ScheduleWarmupStartInUnitInterval) {
 TEST(RangeRules, ScheduleEpochsPositive) {
   expect_one(doc("schedule", "epochs = 0"), "schedule.epochs", 3, 10, "must be > 0");
 }
-TEST(RangeRules, ScheduleStepsPositive) {
-  expect_one(doc("schedule", "steps = 0"), "schedule.steps", 3, 9, "must be > 0");
+TEST(RangeRules, ScheduleStepsNotNegative) {
+  // 0 is a run without updates: it evaluates its starting weights (e.g. model.init_from).
+  expect_one(doc("schedule", "steps = -1"), "schedule.steps", 3, 9, "must be >= 0");
 }
 TEST(RangeRules, ScheduleBudgetPositive) {
   expect_one(doc("schedule", "budget = \"0h\""), "schedule.budget", 3, 10, "must be > 0");

@@ -83,6 +83,11 @@ TEST(ImageClassificationTaskTest, TheValidationSetDoesNotDependOnTheSeeds) {
                   .inputs.equal(task_b->make_batch(train::Split::val, idx, std::nullopt).inputs));
 }
 
+// Fixed-size images in fixed batches: on a GPU the trainer turns cuDNN's autotuning on.
+TEST(ImageClassificationTaskTest, InputShapesAreFixed) {
+  EXPECT_TRUE(make(synthetic(0))->fixed_input_shapes());
+}
+
 TEST(ImageClassificationTaskTest, WithoutValSizeTheSplitsAreAsBefore) {
   auto task = make(synthetic(0));
   EXPECT_EQ(task->size(train::Split::train), 200);

@@ -173,6 +173,9 @@ TEST_F(MaskedLmTaskTest, ValidationSequencesAreHeldOutTrainingSequencesWithFixed
   }
 }
 
+// BERT's second phase changes the sequence length: cuDNN-style autotuning per shape would re-tune.
+TEST_F(MaskedLmTaskTest, InputShapesAreNotFixed) { EXPECT_FALSE(make()->fixed_input_shapes()); }
+
 TEST_F(MaskedLmTaskTest, SecondPhaseLengthFromSetProgress) {
   data_.seq_len_phase2 = 64;
   data_.phase2_fraction = 0.25;

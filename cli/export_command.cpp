@@ -1,0 +1,110 @@
+// `batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR]
+// --out FILE.pt`: a run's weights as a PyTorch state_dict (torch.load + load_state_dict(strict=
+// True) into torchvision's ResNet or a Hugging Face-named BERT) and model.json beside it. The work
+// is in experiments/tasks/weights_export.h (the weights) and analysis/model_card.h (the card); this
+// file parses the arguments, finds the checkpoint folder and prints.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+
+#include "analysis/model_card.h"
+#include "cli/app.h"
+#include "cli/args.h"
+#include "core/config/loader.h"
+#include "experiments/tasks/weights_export.h"
+#include "sweeps/run_layout.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR] "
+    "--out FILE.pt\n"
+    "\n"
+    "Writes a run's weights as a PyTorch state_dict that Python reads with torch.load and\n"
+    "load_state_dict(strict=True): torchvision's names for resnet18..152, Hugging Face's for "
+    "BERT.\n"
+    "A card FILE.json beside it holds the run's config, metrics, git sha and the checkpoint step.\n"
+    "  --checkpoint final    the newest checkpoint: a finished run's final weights (default)\n"
+    "  --checkpoint best     best.pt, the weights at the best validation metric (runs with\n"
+    "                        data.val_size > 0; see docs/architecture.md)\n"
+    "  --checkpoint STEP     the checkpoint written at STEP (the two newest are kept)\n"
+    "  --checkpoint-dir DIR  where the run's checkpoints are (default: beside the database, or "
+    "the\n"
+    "                        run folder of its sweep)\n"
+    "The model is rebuilt as training built it, from the run's data set (its sizes).";
+
+std::string required(const Args& args, const std::string& name, const std::string& what) {
+  auto value = args.value(name);
+  if (!value || value->empty()) {
+    throw UsageError(fmt::format("missing --{} {}\nusage: {}", name, what, args.usage()));
+  }
+  return *value;
+}
+
+std::string checkpoint_dir(const Args& args, const std::string& db,
+                           const analysis::RunToExport& run) {
+  if (auto dir = args.value("checkpoint-dir")) return *dir;
+  const auto candidates = sweeps::checkpoint_dir_candidates(db, run.sweep_name, run.run_id);
+  for (const auto& dir : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(dir, ec)) return dir;
+  }
+  throw InputError(fmt::format(
+      "run {} has no checkpoint folder where batchlab keeps them ({}); pass --checkpoint-dir DIR "
+      "(a run trained with --checkpoint-dir, or a sweep with sweep.runs_dir: "
+      "<runs_dir>/<run id>/checkpoints/<run id>)",
+      run.run_id, fmt::join(candidates, ", ")));
+}
+
+}  // namespace
+
+int cmd_export(const std::vector<std::string>& argv) {
+  Args args(argv,
+            {{"db", true, false},
+             {"run", true, false},
+             {"checkpoint", true, false},
+             {"checkpoint-dir", true, false},
+             {"out", true, false}},
+            kUsage);
+  const std::string db = required(args, "db", "PATH");
+  const std::string run_id = required(args, "run", "ID");
+  const std::string out = required(args, "out", "FILE.pt");
+  const std::string which = args.value("checkpoint").value_or("final");
+  const std::string card_path = analysis::model_card_path(out);
+
+  const analysis::RunToExport run = analysis::read_run_to_export(db, run_id);
+  config::LoadOptions load;
+  load.read_init_file = false;  // the weights come from the checkpoint, not model.init_from
+  const auto cfg = config::parse_experiment(
+      run.config_toml, fmt::format("{}: runs.config_toml of run {}", db, run_id), load);
+  const std::string dir = checkpoint_dir(args, db, run);
+  const std::string file = experiments::choose_checkpoint(dir, which, cfg, run_id);
+  const auto exported = experiments::export_weights(cfg, run_id, file, out);
+
+  analysis::ExportedWeightsInfo info;
+  info.weights_file = out;
+  info.names = exported.names;
+  info.tensors = exported.tensors;
+  info.checkpoint = which;
+  info.checkpoint_file = file;
+  info.step = exported.step;
+  if (exported.best) {
+    info.best_metric = exported.best->metric;
+    info.best_value = exported.best->value;
+  }
+  analysis::write_model_card(card_path, analysis::model_card_json(db, run, info));
+
+  fmt::print("exported run {} ({}), checkpoint {} = step {} ({}): {} tensors, {} names -> {}\n",
+             run_id, run.status, which, exported.step, file, exported.tensors, exported.names, out);
+  fmt::print("card: {}\n", card_path);
+  if (which == "final" && run.status != "done" && run.status != "stopped") {
+    fmt::print("note: the run's status is {}: its newest checkpoint is not the end of training\n",
+               run.status);
+  }
+  return kExitOk;
+}
+
+}  // namespace batchlab::cli

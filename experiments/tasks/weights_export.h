@@ -1,0 +1,41 @@
+// The weights half of `batchlab export`: which checkpoint file a run's `--checkpoint` names, and
+// the run's model rebuilt as training built it, loaded from that file and written as a PyTorch
+// state_dict under PyTorch names (models/pytorch_names.h): torchvision's for the ResNets, Hugging
+// Face's for BERT. Python reads the file with torch.load and load_state_dict(strict=True).
+//
+// The model is rebuilt through the task factory, as `batchlab train` builds it, so its input size
+// and number of classes (or the tokenizer's vocabulary) come from the run's data set: export reads
+// the data set the run trained on (its sizes, not its examples' order).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/config/experiment_config.h"
+#include "core/train/checkpoint.h"
+
+namespace batchlab::experiments {
+
+// The file `which` names among run `run_id`'s checkpoints in `dir`: "final" (the newest checkpoint:
+// the final weights of a run that finished with checkpoints on), "best" (best.pt, kept for runs
+// with a validation split, core/train/best_weights.h) or a step number (a kept checkpoint; the two
+// newest are kept). InputError saying why there is none and what to do: an empty folder, a step
+// not kept (listing those that are), best without a validation split or without best.pt.
+std::string choose_checkpoint(const std::string& dir, const std::string& which,
+                              const config::ExperimentConfig& config, const std::string& run_id);
+
+struct ExportedWeights {
+  int64_t step = 0;                       // updates done when the checkpoint was written
+  int64_t tensors = 0;                    // entries written
+  std::string names;                      // "torchvision", "huggingface" or "batchlab"
+  std::optional<train::BestRecord> best;  // when the file was best.pt
+};
+
+// Rebuilds run `run_id`'s model from `config` on the CPU (model.init_from is not read: the weights
+// come from the checkpoint), loads `checkpoint_file` (a CheckpointError when it is another run's
+// or damaged) and writes the state_dict to `out`.
+ExportedWeights export_weights(const config::ExperimentConfig& config, const std::string& run_id,
+                               const std::string& checkpoint_file, const std::string& out);
+
+}  // namespace batchlab::experiments

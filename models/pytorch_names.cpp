@@ -1,0 +1,90 @@
+#include "models/pytorch_names.h"
+
+#include <fmt/format.h>
+#include <torch/types.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/errors.h"
+#include "models/bert_config.h"
+
+namespace batchlab::models {
+namespace {
+
+constexpr const char* kWordEmbeddings = "bert.embeddings.word_embeddings.weight";
+constexpr const char* kPredictionBias = "cls.predictions.bias";
+constexpr const char* kDecoderWeight = "cls.predictions.decoder.weight";
+constexpr const char* kDecoderBias = "cls.predictions.decoder.bias";
+constexpr const char* kPositionIds = "bert.embeddings.position_ids";
+
+std::optional<torch::Tensor> find(const StateDict& entries, const std::string& name) {
+  for (const auto& [key, tensor] : entries) {
+    if (key == name) return tensor;
+  }
+  return std::nullopt;
+}
+
+// A Hugging Face entry that is another entry under a second name: drop it, after checking that it
+// is the same tensor in this file (a decoder trained untied cannot be represented here).
+void drop_tied(StateDict& entries, const std::string& alias, const std::string& original,
+               const std::string& source) {
+  const auto copy = find(entries, alias);
+  if (!copy) return;
+  const auto kept = find(entries, original);
+  if (kept && (kept->sizes() != copy->sizes() || !torch::equal(*kept, *copy))) {
+    throw InputError(fmt::format(
+        "{}: {} differs from {}; batchlab's BERT ties the two (as BERT and Hugging Face do), so "
+        "a file whose MLM decoder was trained untied cannot be loaded",
+        source, alias, original));
+  }
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const auto& e) { return e.first == alias; }),
+                entries.end());
+}
+
+// Inserts the tied decoder entries after the last cls.predictions entry, where Hugging Face's
+// BertLMPredictionHead lists them (transform, then decoder).
+void add_decoder(StateDict& entries) {
+  const auto embedding = find(entries, kWordEmbeddings);
+  const auto bias = find(entries, kPredictionBias);
+  if (!embedding || !bias) return;  // not a BertForPretraining (no MLM head to export)
+  auto last = std::find_if(entries.rbegin(), entries.rend(),
+                           [](const auto& e) { return e.first.rfind("cls.predictions.", 0) == 0; });
+  auto at = last.base();
+  at = entries.insert(at, {kDecoderWeight, *embedding});
+  entries.insert(at + 1, {kDecoderBias, *bias});
+}
+
+}  // namespace
+
+std::string pytorch_naming(const std::string& arch) {
+  if (is_bert_arch(arch)) return "huggingface";
+  static const std::vector<std::string> torchvision = {"resnet18", "resnet34", "resnet50",
+                                                       "resnet101", "resnet152"};
+  if (std::find(torchvision.begin(), torchvision.end(), arch) != torchvision.end()) {
+    return "torchvision";
+  }
+  return "batchlab";
+}
+
+StateDict to_pytorch_state_dict(const std::string& arch, const torch::nn::Module& model) {
+  StateDict entries = state_dict(model);
+  if (is_bert_arch(arch)) add_decoder(entries);
+  return entries;
+}
+
+StateDict from_pytorch_state_dict(const std::string& arch, StateDict entries,
+                                  const std::string& source) {
+  if (!is_bert_arch(arch)) return entries;
+  drop_tied(entries, kDecoderWeight, kWordEmbeddings, source);
+  drop_tied(entries, kDecoderBias, kPredictionBias, source);
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const auto& e) { return e.first == kPositionIds; }),
+                entries.end());
+  return entries;
+}
+
+}  // namespace batchlab::models

@@ -1,0 +1,42 @@
+// The names of batchlab's networks in PyTorch's ecosystem: the one mapping between a module's own
+// state_dict and the state_dict a Python user gives batchlab (model.init_from) and gets back
+// (`batchlab export`), for each model.arch.
+//
+//   ResNets (resnet18..152)  torchvision's names, which models/resnet.h uses already: unchanged.
+//   BERT (bert_*)            Hugging Face's BertForPreTraining / BertForMaskedLM names, which
+//                            models/bert.h uses, plus what a Hugging Face state_dict lists and
+//                            batchlab's module does not hold separately:
+//                              cls.predictions.decoder.weight  the MLM decoder, tied to
+//                                                              bert.embeddings.word_embeddings.weight
+//                              cls.predictions.decoder.bias    tied to cls.predictions.bias
+//                              bert.embeddings.position_ids    a constant arange buffer (files
+//                                                              from transformers < 4.31)
+//                            Export adds the two decoder entries (a strict load_state_dict into a
+//                            Hugging Face-structured module needs them); import drops all three,
+//                            after checking that the decoder really is tied.
+//   Everything else          the module's own names (small_resnet, the CIFAR ResNets).
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <string>
+
+#include "models/state_dict.h"
+
+namespace batchlab::models {
+
+// Whose names `arch` uses: "torchvision" (resnet18..152), "huggingface" (bert_*) or "batchlab"
+// (the rest: no PyTorch counterpart).
+std::string pytorch_naming(const std::string& arch);
+
+// The module's parameters and buffers under PyTorch names for `arch`: what `batchlab export`
+// writes.
+StateDict to_pytorch_state_dict(const std::string& arch, const torch::nn::Module& model);
+
+// `entries` (read from a PyTorch file named `source`) under the module's names for `arch`: what
+// model.init_from loads. Throws InputError naming the file and the tensor when a BERT file's
+// decoder is not tied to its token embedding (batchlab's BERT ties them, as BERT does).
+StateDict from_pytorch_state_dict(const std::string& arch, StateDict entries,
+                                  const std::string& source);
+
+}  // namespace batchlab::models
