@@ -187,21 +187,16 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
                                                                torch::optim::Optimizer& optimizer,
                                                                std::vector<std::string>& warnings) {
   for (const auto& path : list()) {
-    std::string payload;
+    torch::serialize::InputArchive archive;
     try {
-      payload = read_payload(path);
+      open_archive(path, archive);
     } catch (const CheckpointError& e) {
       warnings.push_back(fmt::format("{}; falling back to an older checkpoint", e.what()));
       continue;
     }
-    torch::serialize::InputArchive archive;
-    std::istringstream in(payload);
-    archive.load_from(in);
 
     CheckpointContents c;
-    c10::IValue hash;
-    archive.read("config_hash", hash);
-    c.config_hash = hash.toStringRef();
+    c.config_hash = config_hash_of(archive);
     if (c.config_hash != expected_hash) {
       throw CheckpointError(fmt::format(
           "{}: checkpoint of run {} cannot resume run {} (the configuration differs); remove the "
@@ -278,22 +273,18 @@ bool CheckpointStore::load_rank_state(const std::string& config_hash, int64_t st
         fmt::format("{}: missing; rank {} continues with a fresh RNG stream", path, rank));
     return false;
   }
-  std::string payload;
+  torch::serialize::InputArchive archive;
   try {
-    payload = read_payload(path);
+    open_archive(path, archive);
   } catch (const CheckpointError& e) {
     warnings.push_back(
         fmt::format("{}; rank {} continues with a fresh RNG stream", e.what(), rank));
     return false;
   }
-  torch::serialize::InputArchive archive;
-  std::istringstream in(payload);
-  archive.load_from(in);
-  c10::IValue hash;
-  archive.read("config_hash", hash);
-  if (hash.toStringRef() != config_hash) {
-    throw CheckpointError(fmt::format("{}: rank state of run {} cannot resume run {}", path,
-                                      hash.toStringRef(), config_hash));
+  const std::string hash = config_hash_of(archive);
+  if (hash != config_hash) {
+    throw CheckpointError(
+        fmt::format("{}: rank state of run {} cannot resume run {}", path, hash, config_hash));
   }
   read_rng(archive, device_);
   return true;
