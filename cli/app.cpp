@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "  results ingest --db PATH [RECORDS.db|DIR]...                 fold job records into PATH\n"
     "  export --db PATH --run ID [--checkpoint final|best|STEP] --out FILE.pt\n"
     "                                                               a run's weights for PyTorch\n"
+    "  serve --db PATH [--port N] [--host ADDR]                     live dashboard (127.0.0.1)\n"
     "  data pack|tokenizer|pack-text ...                            dataset preparation\n"
     "  models                                                       architectures and sizes\n"
     "  bench --model M [--device D] [--precision P] [--steps N]     synthetic-data throughput, "
@@ -46,7 +47,7 @@ int run_app(int argc, char** argv) {
       {"train", cmd_train},   {"query", cmd_query},   {"version", cmd_version},
       {"models", cmd_models}, {"sweep", cmd_sweep},   {"results", cmd_results},
       {"data", cmd_data},     {"report", cmd_report}, {"plot", cmd_plot},
-      {"export", cmd_export}, {"bench", cmd_bench}};
+      {"export", cmd_export}, {"bench", cmd_bench},   {"serve", cmd_serve}};
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) {
     std::fputs(kUsage, stderr);

@@ -25,5 +25,6 @@ int cmd_report(const std::vector<std::string>& args);   // cli/report_command.cp
 int cmd_plot(const std::vector<std::string>& args);     // cli/plot_command.cpp
 int cmd_bench(const std::vector<std::string>& args);    // cli/bench_command.cpp
 int cmd_export(const std::vector<std::string>& args);   // cli/export_command.cpp
+int cmd_serve(const std::vector<std::string>& args);    // cli/serve_command.cpp
 
 }  // namespace batchlab::cli

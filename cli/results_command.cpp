@@ -1,9 +1,12 @@
 // `batchlab results ingest --db PATH [RECORDS.db|DIR]...`: folds job record files into a database
 // (results/ingest.h), idempotently. Without paths, every records.db under the default runs folder
 // of the sweeps whose database is PATH (sweeps/run_layout.h: results/x.db -> runs/).
+// `batchlab results migrate --db PATH`: upgrades an older database's schema in place (what every
+// writing command does on open; `batchlab serve` and `query` only read, so they point here).
 // `batchlab results snapshot SOURCE.db OUT.db`: a consistent single-file copy of a database that
 // may be in WAL mode and still written, for readers on other hosts.
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +15,9 @@
 #include "cli/args.h"
 #include "core/errors.h"
 #include "results/ingest.h"
+#include "results/schema.h"
+#include "results/sqlite_util.h"
+#include "results/store.h"
 #include "sweeps/run_layout.h"
 
 namespace batchlab::cli {
@@ -21,8 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "batchlab results <ingest|snapshot> ...\n"
+    "batchlab results <ingest|migrate|snapshot> ...\n"
     "  ingest --db PATH [RECORDS.db|DIR]...   fold job records into the database PATH\n"
+    "  migrate --db PATH                      upgrade an older database's schema in place\n"
     "  snapshot SOURCE.db OUT.db              a consistent single-file copy of a live database";
 
 int ingest(const std::vector<std::string>& argv) {
@@ -60,6 +67,27 @@ int ingest(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
+int migrate(const std::vector<std::string>& argv) {
+  Args args(argv, {{"db", true, false}}, "batchlab results migrate --db PATH");
+  const auto db = args.value("db");
+  if (!db) throw UsageError("missing --db PATH\nusage: " + args.usage());
+  std::error_code ec;
+  if (!fs::is_regular_file(*db, ec)) throw InputError(fmt::format("{}: no such file", *db));
+  std::int64_t before = 0;
+  {
+    results::Connection reader(*db, SQLITE_OPEN_READONLY);
+    before = results::schema_version(reader);
+  }
+  if (before == 0) {
+    // Every batchlab database has a version; migrating a foreign file would add our tables to it.
+    throw InputError(
+        fmt::format("{}: schema version 0: not a batchlab database; nothing migrated", *db));
+  }
+  { results::Store store(*db); }  // opening a store migrates, one transaction per version
+  fmt::print("{}: schema version {} -> {}\n", *db, before, results::latest_schema_version());
+  return kExitOk;
+}
+
 int snapshot(const std::vector<std::string>& argv) {
   Args args(argv, {}, "batchlab results snapshot SOURCE.db OUT.db");
   if (args.positionals().size() != 2) throw UsageError("usage: " + args.usage());
@@ -73,6 +101,7 @@ int cmd_results(const std::vector<std::string>& argv) {
   const std::string& sub = subcommand(argv, kUsage);
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (sub == "ingest") return ingest(rest);
+  if (sub == "migrate") return migrate(rest);
   if (sub == "snapshot") return snapshot(rest);
   throw UsageError(fmt::format("unknown results subcommand '{}'\nusage: {}", sub, kUsage));
 }

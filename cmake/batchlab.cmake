@@ -59,8 +59,9 @@ endfunction()
 # batchlab_add_test_suite(NAME DIR LIBS ...): one GoogleTest executable per folder of tests/
 # (DIR relative to tests/, e.g. core/optim), so one folder's tests build without the others'.
 # Files named *_slow_test.cpp go into NAME_slow, labelled `slow` and left out of the default run.
+# FIXTURE NAME: every test requires the CTest fixture NAME (FIXTURES_SETUP of another test).
 function(batchlab_add_test_suite name dir)
-  cmake_parse_arguments(ARG "TORCH;NEEDS_BINARY" "" "LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "TORCH;NEEDS_BINARY" "FIXTURE" "LIBS" ${ARGN})
   file(GLOB_RECURSE all CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*_test.cpp)
   set(fast "")
   set(slow "")
@@ -99,6 +100,12 @@ function(batchlab_add_test_suite name dir)
     if(kind STREQUAL "slow")
       set(labels slow)
     endif()
-    gtest_discover_tests(${exe} PROPERTIES LABELS "${labels}" DISCOVERY_TIMEOUT 60)
+    if(ARG_FIXTURE)
+      # Every test of the suite needs what the CTest fixture's setup test makes (a database, ...).
+      gtest_discover_tests(${exe} PROPERTIES LABELS "${labels}" FIXTURES_REQUIRED "${ARG_FIXTURE}"
+                           DISCOVERY_TIMEOUT 60)
+    else()
+      gtest_discover_tests(${exe} PROPERTIES LABELS "${labels}" DISCOVERY_TIMEOUT 60)
+    endif()
   endforeach()
 endfunction()

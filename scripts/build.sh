@@ -7,7 +7,7 @@ export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file
 export CCACHE_BASEDIR="$PWD"
 jobs=${BATCHLAB_JOBS:-$(nproc)}
 if [[ ! -f build/CMakeCache.txt ]]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATCHLAB_SERVE=ON
 fi
 if [[ $# -gt 0 ]]; then
   cmake --build build -j "$jobs" --target "$@"

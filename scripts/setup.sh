@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs every Debian package that batchlab's build, tests and quickstart need, and only those
 # that are missing. Idempotent: a second run installs nothing and prints one line.
-# Usage: scripts/setup.sh [--with-python]   (--with-python adds the Python peers used by the tests
-#                                             and bench/: python3-torch, python3-torchvision)
+# Usage: scripts/setup.sh [--with-python]   (--with-python adds what the tests need beyond the
+#                                             build: the Python peers python3-torch and
+#                                             python3-torchvision for tests and bench/, and
+#                                             Debian's chromium for the dashboard's browser test)
+# Last, it installs the dashboard's web packages from npm (serve/web/package-lock.json: uPlot, which
+# the build embeds into `batchlab`, and playwright-core, which drives chromium in the browser test)
+# unless serve/web/node_modules already matches the lock file.
 set -euo pipefail
 
 pkgs=(
@@ -21,11 +26,15 @@ pkgs=(
   # `batchlab plot` (the README's figure commands) runs analysis/plots/*.py with Debian's
   # /usr/bin/python3: the quickstart's setup installs what they import.
   python3-matplotlib python3-numpy
+  libcpp-httplib-dev      # `batchlab serve`: the dashboard's HTTP server
 )
+# npm fetches the dashboard's web packages; the machine's own Node.js is used when it has one.
+if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
 if [[ "${1:-}" == "--with-python" ]]; then
   # The Python peers: reference outputs in tests (torchvision, torch.nn) and side-by-side
   # benchmarks (bench/*.py). Always Debian's /usr/bin/python3.
   pkgs+=(python3-torch python3-torchvision)
+  pkgs+=(chromium)        # the dashboard's browser test (headless)
 fi
 
 missing=()
@@ -38,13 +47,22 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup: all ${#pkgs[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: done"
 fi
 
-echo "setup: installing ${missing[*]}"
-sudo_cmd=()
-if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done"
+# A copy of the lock file that `npm ci` last installed says whether node_modules is current; when it
+# is, nothing is fetched.
+web=serve/web
+stamp=$web/node_modules/.batchlab-installed-lock.json
+if ! cmp -s "$web/package-lock.json" "$stamp" 2>/dev/null; then
+  echo "setup: npm ci in $web"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$web/package-lock.json" "$stamp"
+fi

@@ -67,10 +67,27 @@ TEST(Help, EveryCommandAndSubcommandAnswersHelpWithItsUsage) {
   for (const char* command : {"train", "sweep", "sweep run", "data pack"}) {
     expect_help(command, "-h");
   }
-  for (const char* must :
-       {"train", "query", "sweep", "sweep plan", "sweep run", "sweep status", "sweep submit",
-        "report", "plot", "results", "results ingest", "results snapshot", "data", "data pack",
-        "data tokenizer", "data pack-text", "models", "version", "bench"}) {
+  for (const char* must : {"train",
+                           "query",
+                           "sweep",
+                           "sweep plan",
+                           "sweep run",
+                           "sweep status",
+                           "sweep submit",
+                           "report",
+                           "plot",
+                           "results",
+                           "results ingest",
+                           "results migrate",
+                           "results snapshot",
+                           "data",
+                           "data pack",
+                           "serve",
+                           "data tokenizer",
+                           "data pack-text",
+                           "models",
+                           "version",
+                           "bench"}) {
     EXPECT_EQ(covered.count(must), 1u) << "`batchlab " << must << "` is not listed in the usage "
                                        << "texts, so its --help went unchecked";
   }

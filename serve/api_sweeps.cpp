@@ -1,0 +1,209 @@
+#include "serve/api_sweeps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+#include "analysis/report.h"
+#include "analysis/study_records.h"
+#include "analysis/study_report.h"
+#include "core/errors.h"
+#include "serve/errors.h"
+#include "serve/request_params.h"
+
+namespace batchlab::serve {
+
+namespace {
+
+using nlohmann::json;
+
+// Runs that may still take steps: everything else (done, failed, diverged, oom, a study's
+// stopped or pruned trials, ...) has ended and counts as complete for progress and the ETA.
+bool is_final(const std::string& status) {
+  return status != "planned" && status != "running" && status != "preempted";
+}
+
+struct SweepTally {
+  json entry;
+  int runs = 0;
+  double progress_sum = 0.0;  // per run: 1 when final, last_step / total_steps while it runs
+  std::int64_t steps_done = 0, steps_total = 0;
+  bool total_known = true;
+  std::optional<double> first_start;
+};
+
+std::optional<std::string> sweep_param(const RequestParams& params) {
+  auto sweep = params.text("sweep");
+  if (sweep) check_identifier("sweep", *sweep);
+  return sweep;
+}
+
+void add_run(SweepTally& t, results::Statement& s) {
+  const std::string status = s.column_text(1);
+  const auto last_step = s.column_opt_int64(2).value_or(0);
+  const auto total_steps = s.column_opt_int64(3);
+  t.runs += 1;
+  t.entry["statuses"][status] = t.entry["statuses"].value(status, 0) + 1;
+  t.steps_done += last_step;
+  if (total_steps && *total_steps > 0) {
+    t.steps_total += *total_steps;
+    t.progress_sum +=
+        is_final(status)
+            ? 1.0
+            : std::min(1.0, static_cast<double>(last_step) / static_cast<double>(*total_steps));
+  } else {
+    t.total_known = false;
+    t.progress_sum += is_final(status) ? 1.0 : 0.0;
+  }
+  if (const auto started = s.column_opt_text(4)) {
+    if (const auto when = parse_utc(*started)) {
+      t.first_start = t.first_start ? std::min(*t.first_start, *when) : *when;
+    }
+  }
+  if (status == "failed" || status == "diverged" || status == "oom") {
+    t.entry["problems"].push_back(
+        {{"run_id", s.column_text(0)},
+         {"status", status},
+         {"step", s.column_opt_int64(2) ? json(last_step) : json()},
+         {"error", s.column_opt_text(5) ? json(s.column_text(5)) : json()},
+         {"optimizer", s.column_opt_text(6).value_or("")},
+         {"global_batch", s.column_opt_int64(7).value_or(0)}});
+  }
+}
+
+// Progress is the mean over runs of each run's own fraction, so a sweep of 6-step and 400-step
+// runs is not "done" when its long runs have barely begun; the ETA extrapolates it over the time
+// since the first run started (with N workers that already counts N runs at a time).
+void finish(SweepTally& t, double now) {
+  json& e = t.entry;
+  e["runs"] = t.runs;
+  e["steps_done"] = t.steps_done;
+  e["steps_total"] = t.total_known ? json(t.steps_total) : json();
+  const double progress = t.runs > 0 ? t.progress_sum / t.runs : 0.0;
+  e["progress"] = t.runs > 0 ? json(progress) : json();
+  e["started_at_unix"] = t.first_start ? json(*t.first_start) : json();
+  e["eta_s"] = json();
+  if (t.first_start && progress > 0.0 && progress < 1.0) {
+    const double elapsed = std::max(0.0, now - *t.first_start);
+    e["eta_s"] = elapsed * (1.0 - progress) / progress;
+  }
+}
+
+}  // namespace
+
+std::optional<double> parse_utc(const std::string& text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+  double s = 0.0;
+  char z = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &s, &z) != 7 ||
+      z != 'Z') {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  return static_cast<double>(timegm(&tm)) + s;
+}
+
+nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, double now_unix_s) {
+  const RequestParams params(query, {});
+  std::map<std::string, SweepTally> tallies;  // "" = runs without a sweep
+  std::vector<std::string> order;
+  results::Statement sweeps(db,
+                            "SELECT sweep_id, name, created_at FROM sweeps ORDER BY created_at");
+  while (sweeps.step()) {
+    const std::string id = sweeps.column_text(0);
+    SweepTally& t = tallies[id];
+    t.entry = {{"sweep_id", id},
+               {"name", sweeps.column_text(1)},
+               {"created_at", sweeps.column_opt_text(2) ? json(sweeps.column_text(2)) : json()},
+               {"statuses", json::object()},
+               {"problems", json::array()}};
+    order.push_back(id);
+  }
+  results::Statement runs(db,
+                          "SELECT run_id, status, last_step, total_steps, started_at, error, "
+                          "optimizer, global_batch, sweep_id FROM runs ORDER BY run_id");
+  while (runs.step()) {
+    const std::string id = runs.column_opt_text(8).value_or("");
+    auto [it, added] = tallies.try_emplace(id);
+    if (added) {
+      it->second.entry = {{"sweep_id", id.empty() ? json() : json(id)},
+                          {"name", id.empty() ? "(runs outside a sweep)" : id},
+                          {"created_at", json()},
+                          {"statuses", json::object()},
+                          {"problems", json::array()}};
+      order.push_back(id);
+    }
+    add_run(it->second, runs);
+  }
+  json out = {{"sweeps", json::array()}};
+  for (const auto& id : order) {
+    SweepTally& t = tallies[id];
+    finish(t, now_unix_s);
+    out["sweeps"].push_back(std::move(t.entry));
+  }
+  return out;
+}
+
+nlohmann::json milestones_endpoint(results::Connection& db, const Query& query) {
+  const RequestParams params(query, {{"sweep"}});
+  const auto sweep = sweep_param(params);
+  results::Statement s(db,
+                       "SELECT m.run_id, r.optimizer, r.global_batch, r.base_lr, r.seed, m.metric, "
+                       "m.target, m.step, m.epoch, m.samples, m.wall_s FROM milestones m JOIN runs "
+                       "r ON r.run_id = m.run_id WHERE ?1 IS NULL OR r.sweep_id = ?1 "
+                       "ORDER BY m.metric, m.target, r.optimizer, r.global_batch, m.run_id");
+  s.bind_text(1, sweep);
+  json rows = json::array();
+  auto num = [&](int i) { return s.column_is_null(i) ? json() : json(s.column_double(i)); };
+  auto integer = [&](int i) { return s.column_is_null(i) ? json() : json(s.column_int64(i)); };
+  while (s.step()) {
+    rows.push_back({{"run_id", s.column_text(0)},
+                    {"optimizer", s.column_opt_text(1).value_or("")},
+                    {"global_batch", integer(2)},
+                    {"base_lr", num(3)},
+                    {"seed", integer(4)},
+                    {"metric", s.column_text(5)},
+                    {"target", num(6)},
+                    {"step", integer(7)},
+                    {"epoch", num(8)},
+                    {"samples", integer(9)},
+                    {"wall_s", num(10)}});
+  }
+  return {{"rows", std::move(rows)}};
+}
+
+nlohmann::json report_endpoint(const std::string& db_path, const Query& query) {
+  const RequestParams params(query, {{"sweep"}, {"group_by"}});
+  analysis::ReportOptions options;
+  options.sweep_id = sweep_param(params);
+  const auto group_by = params.list("group_by", 8);
+  if (!group_by.empty()) options.group_by = group_by;
+  try {
+    const auto report = analysis::build_report(db_path, options);
+    return json::parse(analysis::format_report(report, results::QueryFormat::kJson));
+  } catch (const InputError& e) {
+    // An unknown group-by key: the report names it and lists the valid ones.
+    throw BadRequest("group_by", e.what());
+  }
+}
+
+nlohmann::json study_endpoint(const std::string& db_path, const Query& query) {
+  const RequestParams params(query, {{"sweep"}});
+  analysis::StudyReportOptions options;
+  options.sweep_id = sweep_param(params);
+  if (!analysis::has_study(db_path, options.sweep_id)) return {{"present", false}};
+  const auto report = analysis::build_study_report(db_path, options);
+  return {
+      {"present", true},
+      {"study", json::parse(analysis::format_study_report(report, results::QueryFormat::kJson))}};
+}
+
+}  // namespace batchlab::serve

@@ -1,0 +1,152 @@
+#include "serve/dashboard_db.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "results/errors.h"
+#include "results/schema.h"
+
+namespace batchlab::serve {
+
+namespace {
+
+// The tables every batchlab database has had since schema version 1.
+const char* const kRequiredTables[] = {"runs",        "steps",       "evals",
+                                       "layer_stats", "noise_scale", "milestones"};
+
+std::string file_version(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "-";
+  return fmt::format("{}.{}.{}", static_cast<long long>(st.st_size),
+                     static_cast<long long>(st.st_mtim.tv_sec),
+                     static_cast<long long>(st.st_mtim.tv_nsec));
+}
+
+// Reads user_version and the table names; translates SQLite's codes into what a person can do.
+std::int64_t check_schema(results::Connection& db) {
+  const std::string& path = db.path();
+  std::vector<std::string> tables;
+  try {
+    results::Statement list(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    while (list.step()) tables.push_back(list.column_text(0));
+  } catch (const results::StoreError& e) {
+    const int code = db.last_error_code();
+    if (code == SQLITE_NOTADB) {
+      throw results::StoreInputError(
+          path,
+          "not an SQLite database; pass the file a sweep writes (the [sweep] results key, "
+          "e.g. results/quickstart.db)");
+    }
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+      throw results::StoreInputError(
+          path,
+          fmt::format("locked by another process for more than {} s (a writer in "
+                      "rollback-journal mode holds it); wait for it to finish, or let "
+                      "batchlab write the file (it uses WAL mode, which never blocks readers)",
+                      kBusyTimeoutMs / 1000),
+          e.sqlite_message());
+    }
+    throw results::StoreInputError(path, "cannot read the database", e.sqlite_message());
+  }
+  for (const char* table : kRequiredTables) {
+    if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
+      throw results::StoreInputError(
+          path, fmt::format("an SQLite database, but not one batchlab wrote (no '{}' table); "
+                            "pass the file a sweep writes (the [sweep] results key)",
+                            table));
+    }
+  }
+  const std::int64_t version = results::schema_version(db);
+  const std::int64_t latest = results::latest_schema_version();
+  if (version < latest) {
+    throw results::StoreInputError(
+        path, fmt::format("schema version {} is older than this batchlab's ({}); the dashboard "
+                          "never writes, so upgrade it once with `batchlab results migrate --db "
+                          "{}`, then serve it",
+                          version, latest, path));
+  }
+  if (version > latest) {
+    throw results::StoreInputError(
+        path, fmt::format("schema version {} is newer than this batchlab's ({}); serve it with "
+                          "the batchlab that wrote it, or upgrade batchlab",
+                          version, latest));
+  }
+  return version;
+}
+
+}  // namespace
+
+std::unique_ptr<results::Connection> open_readonly(const std::string& path) {
+  // NOMUTEX: the pool hands a connection to one thread at a time, so SQLite's own per-call
+  // locking is pure cost (about 12% of a 16-run curves answer).
+  auto db = std::make_unique<results::Connection>(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+  sqlite3_busy_timeout(db->get(), kBusyTimeoutMs);
+  // A second guard beside SQLITE_OPEN_READONLY: no write, not even to a temp table.
+  db->exec("PRAGMA query_only = 1", "cannot make the connection query-only");
+  // Reads map the file instead of copying each page through pread (a curve of a million rows
+  // touches ~100 MB); the mapping is read-only like the connection.
+  db->exec("PRAGMA mmap_size = 1073741824", "cannot set mmap_size");
+  return db;
+}
+
+DashboardDb::DashboardDb(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec)) {
+    throw results::StoreInputError(
+        path_, std::filesystem::exists(path_, ec)
+                   ? "not a regular file; pass the database file a sweep writes"
+                   : "no such file; pass the database a sweep writes (the [sweep] results key, "
+                     "e.g. results/quickstart.db after `bash scripts/quickstart.sh`)");
+  }
+  auto db = open_readonly(path_);
+  schema_version_ = check_schema(*db);
+  idle_.push_back(std::move(db));
+}
+
+std::string DashboardDb::data_version() const {
+  return file_version(path_) + "/" + file_version(path_ + "-wal");
+}
+
+std::string DashboardDb::health() const {
+  try {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path_, ec)) {
+      return fmt::format(
+          "{}: the database file is gone (deleted or moved since the server "
+          "started); restart `batchlab serve` with its new path",
+          path_);
+    }
+    auto db = open_readonly(path_);
+    check_schema(*db);
+    return {};
+  } catch (const results::StoreError& e) {
+    return e.what();
+  }
+}
+
+std::unique_ptr<results::Connection> DashboardDb::open_connection() const {
+  return open_readonly(path_);
+}
+
+DashboardDb::Lease::Lease(DashboardDb& db) : owner(db) {
+  {
+    std::lock_guard<std::mutex> lock(owner.mutex_);
+    if (!owner.idle_.empty()) {
+      connection = std::move(owner.idle_.back());
+      owner.idle_.pop_back();
+    }
+  }
+  if (!connection) connection = owner.open_connection();
+}
+
+DashboardDb::Lease::~Lease() {
+  // A connection that served a request goes back unless the pool already holds plenty.
+  std::lock_guard<std::mutex> lock(owner.mutex_);
+  if (owner.idle_.size() < 16) owner.idle_.push_back(std::move(connection));
+}
+
+}  // namespace batchlab::serve

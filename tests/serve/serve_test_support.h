@@ -1,0 +1,32 @@
+// Shared by the dashboard's tests: the fixture database (made by a real small sweep, see
+// tests/serve/make_fixture.sh) and read-only SQL to check the API against independently.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "results/query.h"
+#include "results/query_result.h"
+
+namespace batchlab::serve::testing {
+
+inline std::string fixture_db() { return BATCHLAB_SERVE_FIXTURE_DB; }
+
+// The cells of a one-column query, as text ("" for NULL).
+inline std::vector<std::string> column_of(const std::string& sql,
+                                          const std::vector<results::QueryParam>& params = {}) {
+  const auto result = results::query_readonly(fixture_db(), sql, params);
+  std::vector<std::string> out;
+  for (const auto& row : result.rows) out.push_back(row.at(0).value_or(""));
+  return out;
+}
+
+inline long long count_of(const std::string& sql,
+                          const std::vector<results::QueryParam>& params = {}) {
+  return std::stoll(column_of(sql, params).at(0));
+}
+
+}  // namespace batchlab::serve::testing
