@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
+#include <thread>
 
 #include "serve/downsample.h"
 #include "serve/errors.h"
@@ -79,7 +82,7 @@ const std::vector<std::string>& curve_metrics() {
   return names;
 }
 
-nlohmann::json curves_endpoint(results::Connection& db, const Query& query) {
+nlohmann::json curves_endpoint(DashboardDb& db, const Query& query) {
   const RequestParams params(query, {{"runs"}, {"y"}, {"x"}, {"points"}});
   const auto ids = run_ids(params);
   const std::string y = params.choice("y", curve_metrics(), "train_loss");
@@ -87,30 +90,50 @@ nlohmann::json curves_endpoint(results::Connection& db, const Query& query) {
   const auto points = static_cast<std::size_t>(params.integer("points", 10, 10000, 1000));
   const Metric& metric = *std::find_if(std::begin(kMetrics), std::end(kMetrics),
                                        [&](const Metric& m) { return y == m.name; });
-  const auto labels = run_labels(db, ids);
+  const auto labels =
+      db.with_connection([&](results::Connection& c) { return run_labels(c, ids); });
 
   // x is one of kAxes and the table and column come from kMetrics: no request text in the SQL.
-  results::Statement s(db, fmt::format("SELECT {}, {} FROM {} WHERE run_id = ?1 ORDER BY step", x,
-                                       metric.column, metric.table));
-  json out = {{"x", x}, {"y", y}, {"source", metric.table}, {"series", json::array()}};
-  std::vector<double> xs, ys;
-  for (const auto& id : ids) {
-    xs.clear();
-    ys.clear();
-    s.reset();
-    s.bind_text(1, id);
-    while (s.step()) {
-      xs.push_back(value_or_nan(s, 0));
-      ys.push_back(value_or_nan(s, 1));
-    }
-    const auto keep = downsample_indices(ys, points);
-    out["series"].push_back({{"run_id", id},
-                             {"label", labels.at(id)},
-                             {"rows", xs.size()},
-                             {"x", pick(xs, keep)},
-                             {"y", pick(ys, keep)}});
+  const std::string sql = fmt::format("SELECT {}, {} FROM {} WHERE run_id = ?1 ORDER BY step", x,
+                                      metric.column, metric.table);
+  struct Series {
+    std::vector<double> xs, ys;
+    std::vector<std::size_t> keep;
+  };
+  std::vector<Series> series(ids.size());
+  const std::size_t readers = std::min<std::size_t>(
+      {ids.size(), std::max(1u, std::thread::hardware_concurrency()), kCurveReaders});
+  // Reader r takes runs r, r + readers, ...: runs are about equally long, so this balances.
+  auto read_share = [&](std::size_t r) {
+    db.with_connection([&](results::Connection& c) {
+      results::Statement s(c, sql);
+      for (std::size_t i = r; i < ids.size(); i += readers) {
+        s.reset();
+        s.bind_text(1, ids[i]);
+        while (s.step()) {
+          series[i].xs.push_back(value_or_nan(s, 0));
+          series[i].ys.push_back(value_or_nan(s, 1));
+        }
+        series[i].keep = downsample_indices(series[i].ys, points);
+      }
+      s.reset();
+    });
+  };
+  std::vector<std::future<void>> others;
+  for (std::size_t r = 1; r < readers; ++r) {
+    others.push_back(std::async(std::launch::async, read_share, r));
   }
-  s.reset();
+  read_share(0);
+  for (auto& f : others) f.get();  // rethrows a reader's exception
+
+  json out = {{"x", x}, {"y", y}, {"source", metric.table}, {"series", json::array()}};
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    out["series"].push_back({{"run_id", ids[i]},
+                             {"label", labels.at(ids[i])},
+                             {"rows", series[i].xs.size()},
+                             {"x", pick(series[i].xs, series[i].keep)},
+                             {"y", pick(series[i].ys, series[i].keep)}});
+  }
   return out;
 }
 

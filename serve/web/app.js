@@ -177,7 +177,7 @@ async function api(path, params) {
 
 // ---------------------------------------------------------------------------------------- data cache
 let cache = newCache();
-function newCache() { return { sweeps: null, runs: new Map(), layerRun: new Map() }; }
+function newCache() { return { sweeps: null, runs: new Map() }; }
 
 async function getSweeps() {
   if (!cache.sweeps) cache.sweeps = api('sweeps').then((d) => d.sweeps || []);
@@ -769,17 +769,6 @@ const COLOR_LUT = (() => {
 })();
 const MISSING = '#d0d7de';
 
-async function firstLayerRun(cands) {
-  for (let i = 0; i < cands.length; i += 4) {
-    const part = cands.slice(i, i + 4);
-    const has = await Promise.all(part.map((id) => api('layers', { run: id, metric: 'ratio', steps: 10 })
-      .then((d) => Array.isArray(d.layers) && d.layers.length > 0 && Array.isArray(d.steps) && d.steps.length > 0, () => false)));
-    const j = has.indexOf(true);
-    if (j >= 0) return part[j];
-  }
-  return null;
-}
-
 views.layers = async function (ctx) {
   const runs = await sweepRuns();
   if (ctx.stale()) return;
@@ -787,14 +776,10 @@ views.layers = async function (ctx) {
   $('#layers-metric').value = metric;
   let run = S.run;
   if (!run) {
-    const key = String(sweepId);
-    if (!cache.layerRun.has(key)) {
-      const ids = runs.map((r) => r.run_id);
-      const cands = S.runs.concat(ids.filter((id) => !S.runs.includes(id)));
-      cache.layerRun.set(key, firstLayerRun(cands));
-    }
-    run = await cache.layerRun.get(key);
-    if (ctx.stale()) return;
+    // The selected runs first, then the sweep's; the first that recorded layer statistics.
+    const withStats = runs.filter((r) => r.has_layer_stats);
+    const picked = withStats.find((r) => S.runs.includes(r.run_id)) || withStats[0];
+    run = picked ? picked.run_id : null;
   }
   const known = runs.some((r) => r.run_id === run);
   fillSelect($('#layers-run'), (run && !known ? [[run, shortId(run)]] : []).concat(
@@ -805,13 +790,10 @@ views.layers = async function (ctx) {
     message('layers-msg', runs.length ? 'No run of this sweep recorded layer statistics (set train.layer_stats_every > 0).' : 'No runs yet.');
     return;
   }
-  // keep the transfer bounded: about 40k cells (a 160-layer model gets 250 steps), at most 2 columns a pixel
-  const probe = await api('layers', { run, metric, steps: 10 });
-  if (ctx.stale()) return;
-  const nL = Math.max(1, (probe.layers || []).length);
+  // At most 2 columns a pixel and 400 in all (a 160-layer model: 64k cells, ~200 KB gzipped).
   const width = Math.max(480, $('#heatmap-wrap').clientWidth) - 200;
-  const steps = Math.max(10, Math.min(400, Math.floor(40000 / nL), width * 2));
-  const d = nL > 1 || (probe.steps || []).length >= 10 ? await api('layers', { run, metric, steps }) : probe;
+  const steps = Math.max(10, Math.min(400, width * 2));
+  const d = await api('layers', { run, metric, steps });
   if (ctx.stale()) return;
   if (!d.layers || !d.layers.length || !d.steps || !d.steps.length) {
     clearHeatmap();

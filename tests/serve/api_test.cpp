@@ -30,7 +30,13 @@ json call(json (*endpoint)(results::Connection&, const Query&), const Query& q) 
   return db.with_connection([&](results::Connection& c) { return endpoint(c, q); });
 }
 
-std::string refused_param(json (*endpoint)(results::Connection&, const Query&), const Query& q) {
+json call(json (*endpoint)(DashboardDb&, const Query&), const Query& q) {
+  DashboardDb db(fixture_db());
+  return endpoint(db, q);
+}
+
+template <class Endpoint>
+std::string refused_param(Endpoint endpoint, const Query& q) {
   try {
     call(endpoint, q);
   } catch (const BadRequest& e) {
