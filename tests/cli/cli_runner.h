@@ -22,11 +22,8 @@ inline std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// `args` are already shell-quoted where needed. With `merge_stderr` false, stderr is discarded and
-// `output` is stdout alone.
-inline CommandResult run_batchlab(const std::string& args, bool merge_stderr = true) {
-  const std::string cmd =
-      std::string(BATCHLAB_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+// Runs a shell command line and captures its stdout (add 2>&1 for stderr too) and exit code.
+inline CommandResult run_shell(const std::string& cmd) {
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -36,6 +33,13 @@ inline CommandResult run_batchlab(const std::string& args, bool merge_stderr = t
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `args` are already shell-quoted where needed. With `merge_stderr` false, stderr is discarded and
+// `output` is stdout alone.
+inline CommandResult run_batchlab(const std::string& args, bool merge_stderr = true) {
+  return run_shell(std::string(BATCHLAB_BINARY) + " " + args +
+                   (merge_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A fresh directory under the system temp dir, removed with the object.

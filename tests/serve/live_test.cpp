@@ -80,15 +80,9 @@ TEST(ServeLive, AnswersEveryRequestWhileASweepWritesTheDatabase) {
   cli::testing::CommandResult sweep;
   std::thread writer([&] {
     // From the sweep's folder: its results path is relative to the working directory.
-    const std::string cmd = "cd " + cli::testing::shell_quote(dir.path.string()) + " && " +
-                            BATCHLAB_BINARY + " sweep run fixture_sweep.toml --workers 2 2>&1";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    char buf[4096];
-    std::size_t n;
-    while (pipe != nullptr && (n = fread(buf, 1, sizeof buf, pipe)) > 0)
-      sweep.output.append(buf, n);
-    const int status = pipe != nullptr ? pclose(pipe) : -1;
-    sweep.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    sweep =
+        cli::testing::run_shell("cd " + cli::testing::shell_quote(dir.path.string()) + " && " +
+                                BATCHLAB_BINARY + " sweep run fixture_sweep.toml --workers 2 2>&1");
     sweep_done = true;
   });
   // The sweep creates the file and its schema first; serve it as soon as it is a batchlab one.

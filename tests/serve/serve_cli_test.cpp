@@ -26,18 +26,17 @@ using cli::testing::TempDir;
 // batchlab's own, 0 for a server that started and stopped cleanly).
 cli::testing::CommandResult serve(const std::string& db, const std::string& extra = "--port 0",
                                   int seconds = 20) {
-  const std::string cmd = "timeout --preserve-status " + std::to_string(seconds) + " " +
-                          BATCHLAB_BINARY + " serve --db " + shell_quote(db) + " " + extra +
-                          " 2>&1";
-  cli::testing::CommandResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return cli::testing::run_shell("timeout --preserve-status " + std::to_string(seconds) + " " +
+                                 BATCHLAB_BINARY + " serve --db " + shell_quote(db) + " " + extra +
+                                 " 2>&1");
+}
+
+// An SQLite file with a table of someone else's.
+std::string foreign_db(const TempDir& dir) {
+  const auto path = (dir.path / "other.db").string();
+  results::Connection db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  db.exec("CREATE TABLE customers(id INTEGER, name TEXT)", "test");
+  return path;
 }
 
 std::string copy_fixture(const TempDir& dir, const std::string& name) {
@@ -72,12 +71,7 @@ TEST(ServeCli, AFileThatIsNotSqliteOrNotBatchlabs) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not an SQLite database"), std::string::npos) << r.output;
 
-  const auto other = (dir.path / "other.db").string();
-  {
-    results::Connection db(other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    db.exec("CREATE TABLE customers(id INTEGER, name TEXT)", "test");
-  }
-  r = serve(other);
+  r = serve(foreign_db(dir));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not one batchlab wrote"), std::string::npos) << r.output;
 }
@@ -118,12 +112,7 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
   EXPECT_NE(r.output.find("schema v3"), std::string::npos) << r.output;
 
   // A file batchlab did not write is not "migrated" into one.
-  const auto other = (dir.path / "other.db").string();
-  {
-    results::Connection db(other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    db.exec("CREATE TABLE customers(id INTEGER)", "test");
-  }
-  const auto refused = run_batchlab("results migrate --db " + shell_quote(other));
+  const auto refused = run_batchlab("results migrate --db " + shell_quote(foreign_db(dir)));
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("not a batchlab database"), std::string::npos) << refused.output;
 }
