@@ -18,6 +18,12 @@ namespace {
 const char* const kRequiredTables[] = {"runs",        "steps",       "evals",
                                        "layer_stats", "noise_scale", "milestones"};
 
+std::pair<std::uint64_t, std::uint64_t> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {0, 0};
+  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+}
+
 std::string file_version(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "-";
@@ -104,6 +110,7 @@ DashboardDb::DashboardDb(std::string path) : path_(std::move(path)) {
   }
   auto db = open_readonly(path_);
   schema_version_ = check_schema(*db);
+  file_id_ = file_id(path_);
   idle_.push_back(std::move(db));
 }
 
@@ -118,6 +125,12 @@ std::string DashboardDb::health() const {
       return fmt::format(
           "{}: the database file is gone (deleted or moved since the server "
           "started); restart `batchlab serve` with its new path",
+          path_);
+    }
+    if (file_id(path_) != file_id_) {
+      return fmt::format(
+          "{}: another file has taken the database's place since the server "
+          "started (a sweep started over?); restart `batchlab serve` to show it",
           path_);
     }
     auto db = open_readonly(path_);

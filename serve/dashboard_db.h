@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "results/sqlite_util.h"
@@ -59,6 +60,9 @@ class DashboardDb {
 
   std::string path_;
   std::int64_t schema_version_ = 0;
+  // The file the pool's connections have open (device, inode): a file put in its place later is
+  // another database, which those connections would never see.
+  std::pair<std::uint64_t, std::uint64_t> file_id_{0, 0};
   std::mutex mutex_;
   std::vector<std::unique_ptr<results::Connection>> idle_;
 };

@@ -113,6 +113,13 @@ void DashboardServer::report_problem(const std::string& message) {
 }
 
 void DashboardServer::install_routes() {
+  install_limits();
+  install_request_checks();
+  install_api();
+  install_assets();
+}
+
+void DashboardServer::install_limits() {
   httplib::Server& http = *http_;
   http.set_payload_max_length(kMaxBody);
   // Headers and body leave in separate writes; without TCP_NODELAY a keep-alive client's delayed
@@ -125,8 +132,12 @@ void DashboardServer::install_routes() {
                              "img-src 'self' data:; frame-ancestors 'none'"},
                             {"X-Content-Type-Options", "nosniff"},
                             {"Referrer-Policy", "no-referrer"}});
+}
 
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+// What a request may be, decided before any route: only GET and HEAD, a Host naming this server,
+// a bounded number of headers, no body.
+void DashboardServer::install_request_checks() {
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.method != "GET" && req.method != "HEAD") {
       res.set_header("Allow", "GET, HEAD");
       send_error(
@@ -157,7 +168,10 @@ void DashboardServer::install_routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
 
+void DashboardServer::install_api() {
+  httplib::Server& http = *http_;
   // Runs an API handler and maps what it throws to a status the page can show.
   auto api = [this](auto&& body) {
     return [this, body](const httplib::Request& req, httplib::Response& res) {
@@ -202,14 +216,17 @@ void DashboardServer::install_routes() {
   http.Get("/api/milestones", api(with_db(milestones_endpoint)));
   http.Get("/api/report", api([this](const Query& q) { return report_endpoint(db_.path(), q); }));
   http.Get("/api/study", api([this](const Query& q) { return study_endpoint(db_.path(), q); }));
+}
 
+// The page and its assets: whole-path matches against the embedded table, nothing else.
+void DashboardServer::install_assets() {
   // Scripts are the bulk of the page: compressed once, at the best level, and served as such.
   for (const Asset& asset : assets()) {
     if (asset.content_type.rfind("application/javascript", 0) == 0) {
       gzipped_assets_[std::string(asset.path)] = gzip(asset.body, 9);
     }
   }
-  http.Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+  http_->Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
     const Asset* asset = find_asset(req.path);
     if (asset == nullptr) {
       send_error(req, res, 404,

@@ -56,6 +56,10 @@ class DashboardServer {
 
  private:
   void install_routes();
+  void install_limits();
+  void install_request_checks();
+  void install_api();
+  void install_assets();
   void report_problem(const std::string& message);
 
   DashboardDb& db_;
