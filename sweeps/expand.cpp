@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
 
+#include "core/config/exclusive_keys.h"
 #include "core/config/read_context.h"
 #include "core/config/toml_text.h"
 #include "sweeps/problems.h"
@@ -46,6 +48,7 @@ class Expander {
  public:
   Expander(const SweepSpec& spec, const PlanOptions& options, const toml::table& base)
       : spec_(spec), options_(options), base_(base) {
+    drop_replaced_base_keys();
     for (const auto& dim : spec.dimensions) {
       radix_.push_back(dim.size());
       std::vector<Slot> slots;
@@ -61,6 +64,7 @@ class Expander {
       std::vector<Slot> slots;
       for (const auto& s : when.settings) slots.push_back(slot_of(s.key));
       when_slots_.push_back(std::move(slots));
+      when_drops_.push_back(when_dropped_slots(when));
     }
     // The seeds only set train.seed (and data.seed where the job leaves it to follow train.seed),
     // and no rule looks at a seed: a combination is parsed and validated once, for its first
@@ -152,6 +156,17 @@ class Expander {
           saved.emplace_back(&slot, std::move(previous));
           table->insert_or_assign(slot.leaf, *spec_.whens[w].settings[s].value.node);
         }
+        // The base's keys this clause replaces (its warmup_steps instead of warmup_epochs).
+        for (const Slot& slot : when_drops_[w]) {
+          toml::table* table = section_table(working, slot);
+          const toml::node* old = table != nullptr ? table->get(slot.leaf) : nullptr;
+          if (old == nullptr) continue;
+          std::optional<toml::table> previous;
+          previous.emplace();
+          previous->insert_or_assign("v", *old);
+          saved.emplace_back(&slot, std::move(previous));
+          table->erase(slot.leaf);
+        }
       }
       build_jobs(working, c, index, applied, out);
       for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
@@ -167,6 +182,36 @@ class Expander {
   }
 
  private:
+  // Keys every job takes from the spec ([set] and the swept axes).
+  std::set<std::string> keys_for_every_job() const {
+    std::set<std::string> keys;
+    for (const auto& setting : spec_.set) keys.insert(setting.key);
+    for (const auto& key : spec_.swept_keys()) keys.insert(key);
+    return keys;
+  }
+
+  // A spec that sets schedule.warmup_steps for every job replaces the base's warmup_epochs (one
+  // key of an exclusive group: core/config/exclusive_keys.h) instead of conflicting with it. Two
+  // keys of one group both set by the spec stay, for the validation to report.
+  void drop_replaced_base_keys() {
+    const std::set<std::string> keys = keys_for_every_job();
+    for (const auto& key : keys) config::drop_exclusive_siblings(base_, key, keys);
+  }
+
+  // The base keys a when-clause replaces for the jobs it matches: siblings of its keys that
+  // neither every job's keys nor the clause itself set.
+  std::vector<Slot> when_dropped_slots(const When& when) const {
+    std::set<std::string> keep = keys_for_every_job();
+    for (const auto& setting : when.settings) keep.insert(setting.key);
+    std::vector<Slot> slots;
+    for (const auto& setting : when.settings) {
+      for (const auto& sibling : config::exclusive_siblings(setting.key)) {
+        if (keep.count(sibling) == 0) slots.push_back(slot_of(sibling));
+      }
+    }
+    return slots;
+  }
+
   std::vector<Condition> compile(const std::vector<Match>& matches) const {
     std::vector<Condition> out;
     for (const auto& m : matches) {
@@ -324,13 +369,14 @@ class Expander {
 
   const SweepSpec& spec_;
   const PlanOptions& options_;
-  const toml::table& base_;
+  toml::table base_;  // the base experiment less the keys the spec replaces for every job
   std::vector<size_t> radix_;
   std::vector<std::string> keys_;
   std::vector<std::vector<Slot>> axis_slots_;
   std::vector<std::vector<Condition>> excludes_;
   std::vector<std::vector<Condition>> when_conditions_;
   std::vector<std::vector<Slot>> when_slots_;
+  std::vector<std::vector<Slot>> when_drops_;  // per when-clause: base keys it replaces
   bool seeds_outer_ = false;
   std::vector<int64_t> seed_values_;
 };

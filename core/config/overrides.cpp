@@ -1,7 +1,9 @@
 #include "core/config/overrides.h"
 
 #include <algorithm>
+#include <set>
 
+#include "core/config/exclusive_keys.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
 
@@ -92,6 +94,7 @@ std::optional<ParsedOverride> parse_override(std::string_view text, std::string&
 
 void apply_overrides(toml::table& document, const std::vector<std::string>& overrides,
                      ReadContext& ctx) {
+  std::set<std::string> assigned;  // by these overrides: two of one exclusive group conflict
   for (size_t index = 0; index < overrides.size(); ++index) {
     const std::string& text = overrides[index];
     std::string error;
@@ -119,6 +122,9 @@ void apply_overrides(toml::table& document, const std::vector<std::string>& over
     }
     target->insert_or_assign(parts.back(), parsed->value());
     ctx.mark_overridden(parsed->path, text, index);
+    assigned.insert(parsed->path);
+    // `--set schedule.steps=1000` on a file with `epochs = 90` means steps instead of epochs.
+    drop_exclusive_siblings(document, parsed->path, assigned);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "core/config/canonical.h"
 #include "core/config/codecs.h"
 #include "core/config/duration.h"
+#include "core/config/exclusive_keys.h"
 #include "core/config/rules.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
@@ -45,7 +47,7 @@ std::string nearby_divisors(int64_t n, int64_t near) {
 }
 
 // True when none of `paths` failed to read, so a rule relating them sees the user's values.
-bool intact(const ReadContext* read, std::initializer_list<std::string> paths) {
+bool intact(const ReadContext* read, const std::vector<std::string>& paths) {
   if (read == nullptr) return true;
   for (const auto& path : paths) {
     if (read->failed(path)) return false;
@@ -178,17 +180,19 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
   const std::string warmup_fraction = "schedule.warmup_fraction";
   const std::string budget = "schedule.budget";
 
-  if (intact(read, {warmup_epochs, warmup_steps, warmup_fraction})) {
-    check_exclusive({choice(warmup_epochs, schedule.warmup_epochs, real),
-                     choice(warmup_steps, schedule.warmup_steps, integer),
-                     choice(warmup_fraction, schedule.warmup_fraction, real)},
-                    false, "schedule", out);
-  }
-  if (intact(read, {"schedule.epochs", "schedule.steps", budget})) {
-    check_exclusive({choice("schedule.epochs", schedule.epochs, real),
-                     choice("schedule.steps", schedule.steps, integer),
-                     choice(budget, schedule.budget_s, duration)},
-                    true, "schedule", out);
+  // The groups of keys that say one thing in different units (core/config/exclusive_keys.h).
+  const std::map<std::string, Choice> choices = {
+      {warmup_epochs, choice(warmup_epochs, schedule.warmup_epochs, real)},
+      {warmup_steps, choice(warmup_steps, schedule.warmup_steps, integer)},
+      {warmup_fraction, choice(warmup_fraction, schedule.warmup_fraction, real)},
+      {"schedule.epochs", choice("schedule.epochs", schedule.epochs, real)},
+      {"schedule.steps", choice("schedule.steps", schedule.steps, integer)},
+      {budget, choice(budget, schedule.budget_s, duration)}};
+  for (const auto& group : exclusive_groups()) {
+    if (!intact(read, group.paths)) continue;
+    std::vector<Choice> members;
+    for (const auto& path : group.paths) members.push_back(choices.at(path));
+    check_exclusive(members, group.exactly_one, "schedule", out);
   }
 
   // A wall-clock budget has no step count to measure an epoch- or step-based warmup against.

@@ -157,6 +157,65 @@ experiment = "base.toml"
       0.002);
 }
 
+TEST(Expand, AnAxisOverOneWarmupKeyReplacesTheBasesOther) {
+  // The base says warmup_epochs = 1 and epochs = 2; the spec sweeps warmup_steps and sets steps.
+  SweepFiles files(R"(schema_version = 1
+[sweep]
+name = "warmup"
+experiment = "base.toml"
+[set]
+"schedule.steps" = 40
+[grid]
+"schedule.warmup_steps" = [0, 10]
+)");
+  const Plan plan = files.plan();
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  for (const auto& job : plan.jobs) {
+    const auto config = config_of(job);
+    EXPECT_FALSE(config.schedule.warmup_epochs.has_value());
+    EXPECT_FALSE(config.schedule.epochs.has_value());
+    EXPECT_EQ(config.schedule.steps, 40);
+  }
+  EXPECT_EQ(config_of(plan.jobs[1]).schedule.warmup_steps, 10);
+}
+
+TEST(Expand, AWhenClauseReplacesTheBasesWarmupOnlyForItsJobs) {
+  SweepFiles files(R"(schema_version = 1
+[sweep]
+name = "warmup"
+experiment = "base.toml"
+[grid]
+"optim.name" = ["sgd", "lars"]
+[when."optim.name=lars"]
+"schedule.warmup_steps" = 7
+)");
+  const Plan plan = files.plan();
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  const auto sgd = config_of(*find_job(plan, "optim.name=sgd"));
+  EXPECT_EQ(sgd.schedule.warmup_epochs, 1.0);  // the base's, untouched
+  EXPECT_FALSE(sgd.schedule.warmup_steps.has_value());
+  const auto lars = config_of(*find_job(plan, "optim.name=lars"));
+  EXPECT_EQ(lars.schedule.warmup_steps, 7);
+  EXPECT_FALSE(lars.schedule.warmup_epochs.has_value());
+}
+
+TEST(Expand, TwoWarmupKeysFromTheSpecStillConflict) {
+  SweepFiles files(R"(schema_version = 1
+[sweep]
+name = "warmup"
+experiment = "base.toml"
+[grid]
+"schedule.warmup_steps" = [0, 10]
+"optim.name" = ["sgd", "lars"]
+[when."optim.name=lars"]
+"schedule.warmup_fraction" = 0.1
+)");
+  const std::string error = config_error([&] { files.plan(); });
+  EXPECT_NE(error.find("set at most one of"), std::string::npos) << error;
+  EXPECT_NE(error.find("in 2 of 4 jobs"), std::string::npos) << error;
+  EXPECT_EQ(error.find("also set: schedule.warmup_epochs"), std::string::npos) << error;
+}
+
 TEST(Expand, SetAndNestedTablesApplyToEveryJob) {
   SweepFiles files(R"(schema_version = 1
 [sweep]

@@ -77,6 +77,32 @@ TEST(Overrides, ReplaceTheFileValue) {
   EXPECT_EQ(config.schedule.epochs, 3.0);  // the later override wins
 }
 
+TEST(Overrides, OneKeyOfAnExclusiveGroupReplacesTheFilesChoice) {
+  // The file says epochs = 10 and warmup_epochs = 1; --set says steps and warmup_steps instead.
+  LoadOptions options;
+  options.overrides = {"schedule.steps=500", "schedule.warmup_steps=50"};
+  const ExperimentConfig config = parse_ok(doc("schedule", "warmup_epochs = 1"), options);
+  EXPECT_EQ(config.schedule.steps, 500);
+  EXPECT_FALSE(config.schedule.epochs.has_value());
+  EXPECT_EQ(config.schedule.warmup_steps, 50);
+  EXPECT_FALSE(config.schedule.warmup_epochs.has_value());
+  // Keys of other groups stay.
+  options.overrides = {"schedule.warmup_fraction=0.05"};
+  const ExperimentConfig kept = parse_ok(doc("schedule", "warmup_epochs = 1"), options);
+  EXPECT_EQ(kept.schedule.epochs, 10.0);
+  EXPECT_EQ(kept.schedule.warmup_fraction, 0.05);
+  EXPECT_FALSE(kept.schedule.warmup_epochs.has_value());
+}
+
+TEST(Overrides, TwoKeysOfOneGroupFromTheOverridesStillConflict) {
+  LoadOptions options;
+  options.overrides = {"schedule.warmup_steps=50", "schedule.warmup_epochs=1"};
+  const auto diagnostics = diagnostics_of(doc("model", "width = 8"), options);
+  ASSERT_EQ(diagnostics.size(), 1u) << describe(diagnostics);
+  EXPECT_NE(diagnostics[0].rule.find("set at most one of"), std::string::npos);
+  EXPECT_NE(diagnostics[0].rule.find("from --set"), std::string::npos);
+}
+
 TEST(Overrides, CreateMissingSections) {
   LoadOptions options;
   options.overrides = {"model.width=64", "train.target={metric=\"test_acc\", value=0.9}"};
