@@ -30,7 +30,8 @@ std::optional<ParsedOverride> parse_override(std::string_view text, std::string&
 
 // Applies each override in order (a later one wins) to `document`, recording in `ctx` which paths
 // come from --set. An override of one key of an exclusive group (core/config/exclusive_keys.h)
-// replaces the document's other keys of that group (not those set by the overrides themselves). Malformed overrides and unknown keys become diagnostics in `ctx` with file
+// replaces the document's other keys of that group (not those set by the overrides themselves).
+// Malformed overrides and unknown keys become diagnostics in `ctx` with file
 // `--set`, and are not applied.
 void apply_overrides(toml::table& document, const std::vector<std::string>& overrides,
                      ReadContext& ctx);
