@@ -10,7 +10,6 @@
 #include "core/errors.h"
 #include "experiments/data/fashion_mnist.h"
 #include "experiments/tasks/task_factory.h"
-#include "models/registry.h"
 
 namespace batchlab::cli {
 
@@ -45,8 +44,7 @@ bool fashion_mnist_present(const std::string& dir) {
 
 sweeps::PlanOptions cli_plan_options() {
   sweeps::PlanOptions options;
-  for (const auto& m : models::list_models()) options.load.model_archs.push_back(m.name);
-  options.load.datasets = experiments::dataset_names();
+  experiments::add_registry_names(options.load);
   options.train_size = [](const config::DataConfig& data) {
     sweeps::TrainSize size;
     if (data.dataset == "fashion_mnist") {

@@ -31,7 +31,6 @@
 #include "core/train/device_selection.h"
 #include "core/train/trainer.h"
 #include "experiments/tasks/task_factory.h"
-#include "models/registry.h"
 #include "sweeps/run_layout.h"
 #include "sweeps/run_row.h"
 
@@ -60,8 +59,7 @@ config::LoadOptions load_options(std::vector<std::string> overrides, int64_t wor
   config::LoadOptions opts;
   opts.overrides = std::move(overrides);
   opts.world_size = world_size;
-  for (const auto& m : models::list_models()) opts.model_archs.push_back(m.name);
-  opts.datasets = experiments::dataset_names();
+  experiments::add_registry_names(opts);
   return opts;
 }
 

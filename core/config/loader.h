@@ -21,6 +21,10 @@ struct LoadOptions {
   // Valid model.arch values (from the models registry) and data.dataset values; empty: unchecked.
   std::vector<std::string> model_archs;
   std::vector<std::string> datasets;
+  // Which of those are masked-language models and text data sets: the other architectures
+  // classify images and the other data sets are images, and the two must match.
+  std::vector<std::string> text_archs;
+  std::vector<std::string> text_datasets;
   // Check model.init_from and record its SHA-256 (init_file.h). false: keep the recorded hash and
   // leave the file alone (exporting a finished run, whose weights come from its checkpoint).
   bool read_init_file = true;

@@ -1,7 +1,9 @@
 #include "core/config/validation.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -326,6 +328,34 @@ std::optional<std::string> validation_split_rule(const std::string& metric,
          "val_size = 5000)";
 }
 
+namespace {
+
+// A masked-language model needs the text data set and an image classifier an image data set;
+// checked here, before any data is loaded, rather than by the task factory after it.
+void check_family_match(const ExperimentConfig& config, const LoadOptions& options,
+                        std::vector<Diagnostic>& out) {
+  auto contains = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  const std::string& arch = config.model.arch;
+  const std::string& dataset = config.data.dataset;
+  if (!contains(options.model_archs, arch) || !contains(options.datasets, dataset)) return;
+  const bool text_arch = contains(options.text_archs, arch);
+  const bool text_data = contains(options.text_datasets, dataset);
+  if (text_arch == text_data) return;
+  std::vector<std::string> fitting;
+  for (const auto& name : options.model_archs) {
+    if (contains(options.text_archs, name) == text_data) fitting.push_back(name);
+  }
+  out.push_back(diagnostic(
+      "model.arch", format_string(arch),
+      fmt::format("{}; data.dataset = \"{}\" {}: use one of {}",
+                  text_arch ? "a masked-language model" : "an image classifier", dataset,
+                  text_data ? "is text" : "is an image data set", fmt::join(fitting, ", "))));
+}
+
+}  // namespace
+
 void validate_registries(const ExperimentConfig& config, const LoadOptions& options,
                          std::vector<Diagnostic>& out) {
   // The registries live in models/ and experiments/, which core/ must not include; the caller
@@ -342,6 +372,7 @@ void validate_registries(const ExperimentConfig& config, const LoadOptions& opti
                                "unknown dataset; " + *message));
     }
   }
+  check_family_match(config, options, out);
 }
 
 std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,

@@ -45,4 +45,13 @@ std::vector<std::string> dataset_names() {
   return names;
 }
 
+void add_registry_names(config::LoadOptions& options) {
+  for (const auto& m : models::list_models()) {
+    options.model_archs.push_back(m.name);
+    if (m.family == "text") options.text_archs.push_back(m.name);
+  }
+  options.datasets = dataset_names();
+  options.text_datasets = {"text"};  // make_task_for_data: the one text data set
+}
+
 }  // namespace batchlab::experiments

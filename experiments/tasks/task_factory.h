@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/config/experiment_config.h"
+#include "core/config/loader.h"
 #include "core/train/task.h"
 
 namespace batchlab::experiments {
@@ -23,5 +24,10 @@ std::unique_ptr<train::Task> make_task(const config::ModelConfig& model,
 
 // Valid values of data.dataset, for config validation.
 std::vector<std::string> dataset_names();
+
+// Gives the config loader the registries' names: architectures (models/registry.h) and data sets,
+// and which of them are text, so a bad name or an image model on text is refused before anything
+// is loaded.
+void add_registry_names(config::LoadOptions& options);
 
 }  // namespace batchlab::experiments

@@ -43,6 +43,21 @@ TEST(TrainCli, BadConfigReportsEveryProblemWithPositionsAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(db)) << "bad input must not create the database";
 }
 
+TEST(TrainCli, ATextModelOnImageDataIsAConfigErrorBeforeAnythingLoads) {
+  TempDir dir("family");
+  const auto cfg = dir.file("tiny.toml", testing::kTinyConfig);
+  const auto db = (dir.path / "out.db").string();
+  const auto r = run_batchlab("train " + shell_quote(cfg) + " --db " + shell_quote(db) +
+                              " --set model.arch=bert_tiny");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.arch = \"bert_tiny\": a masked-language model; data.dataset = "
+                          "\"synthetic\" is an image data set"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("| run "), std::string::npos) << "the run started: " << r.output;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 TEST(TrainCli, BadInputLeavesAnExistingDatabaseUntouched) {
   TempDir dir("keep");
   const auto good = dir.file("tiny.toml", testing::kTinyConfig);

@@ -70,5 +70,30 @@ TEST(EnumRules, DataDatasetAgainstRegistry) {
              "must be one of fashion_mnist or synthetic", options);
 }
 
+TEST(EnumRules, AnArchitectureOfTheWrongFamilyForTheDataSet) {
+  LoadOptions options;
+  options.model_archs = {"small_resnet", "resnet50", "bert_tiny"};
+  options.text_archs = {"bert_tiny"};
+  options.datasets = {"synthetic", "text"};
+  options.text_datasets = {"text"};
+  expect_one(
+      "schema_version = 1\n[model]\narch = \"bert_tiny\"\n[data]\ndataset = "
+      "\"synthetic\"\n[batch]\nglobal = 256\n[schedule]\nepochs = 10\n",
+      "model.arch", 3, 8,
+      "a masked-language model; data.dataset = \"synthetic\" is an image data set: use "
+      "one of small_resnet, resnet50",
+      options);
+  expect_one(
+      "schema_version = 1\n[model]\narch = \"resnet50\"\n[data]\ndataset = "
+      "\"text\"\n[batch]\nglobal = 256\n[schedule]\nepochs = 10\n",
+      "model.arch", 3, 8,
+      "an image classifier; data.dataset = \"text\" is text: use one of bert_tiny", options);
+  EXPECT_EQ(parse_ok("schema_version = 1\n[model]\narch = \"bert_tiny\"\n[data]\ndataset = "
+                     "\"text\"\n[batch]\nglobal = 256\n[schedule]\nepochs = 10\n",
+                     options)
+                .model.arch,
+            "bert_tiny");
+}
+
 }  // namespace
 }  // namespace batchlab::config
