@@ -11,6 +11,7 @@
 #include "analysis/study_records.h"
 #include "analysis/study_report.h"
 #include "core/errors.h"
+#include "results/rows.h"
 #include "serve/errors.h"
 #include "serve/request_params.h"
 
@@ -20,10 +21,18 @@ namespace {
 
 using nlohmann::json;
 
-// Runs that may still take steps: everything else (done, failed, diverged, oom, a study's
-// stopped or pruned trials, ...) has ended and counts as complete for progress and the ETA.
+namespace rs = results::run_status;
+
+// Runs that may still take steps: planned, running and preempted (it resumes). Everything else
+// (done, failed, diverged, oom, a study's stopped trials) has ended and counts as complete for
+// progress and the ETA; unlike results::is_final_run_status, which asks whether an attempt is over.
 bool is_final(const std::string& status) {
-  return status != "planned" && status != "running" && status != "preempted";
+  return status != rs::kPlanned && status != rs::kRunning && status != rs::kPreempted;
+}
+
+// What the overview lists as a problem, with its reason and step.
+bool is_problem(const std::string& status) {
+  return status == rs::kFailed || status == rs::kDiverged || status == rs::kOom;
 }
 
 struct SweepTally {
@@ -63,7 +72,7 @@ void add_run(SweepTally& t, results::Statement& s) {
       t.first_start = t.first_start ? std::min(*t.first_start, *when) : *when;
     }
   }
-  if (status == "failed" || status == "diverged" || status == "oom") {
+  if (is_problem(status)) {
     t.entry["problems"].push_back(
         {{"run_id", s.column_text(0)},
          {"status", status},
