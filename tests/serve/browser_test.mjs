@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // Headless-browser test of the `batchlab serve` dashboard, run by CTest against a live server:
 //   node tests/serve/browser_test.mjs --url http://127.0.0.1:PORT --expect-runs N --out DIR
+//        [--live-db PATH]   (the served database: the test writes a run into it, as a sweep would,
+//                            and checks that the open page shows it without a reload)
 // Drives Debian's chromium through playwright-core (serve/web/node_modules, installed by
 // scripts/setup.sh). Exit codes: 0 pass, 1 a check failed, 2 bad arguments, 77 skipped (chromium or
 // playwright-core missing; CTest's SKIP_RETURN_CODE).
 // Env: BATCHLAB_PLAYWRIGHT (path of playwright-core's index.mjs), BATCHLAB_CHROMIUM (browser binary).
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -23,14 +26,15 @@ function parseArgs(argv) {
   const a = {};
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
-    if (!['--url', '--expect-runs', '--out'].includes(k)) usage('unknown argument ' + k);
+    if (!['--url', '--expect-runs', '--out', '--live-db'].includes(k)) usage('unknown argument ' + k);
     if (i + 1 >= argv.length) usage(k + ' needs a value');
     a[k.slice(2)] = argv[++i];
   }
   if (!a.url) usage('--url is required');
   if (a['expect-runs'] == null || !/^\d+$/.test(a['expect-runs'])) usage('--expect-runs N (a count) is required');
   if (!a.out) usage('--out is required');
-  return { url: a.url.replace(/\/+$/, ''), expectRuns: Number(a['expect-runs']), out: path.resolve(a.out) };
+  return { url: a.url.replace(/\/+$/, ''), expectRuns: Number(a['expect-runs']), out: path.resolve(a.out),
+    liveDb: a['live-db'] ? path.resolve(a['live-db']) : null };
 }
 
 function skip(why) {
@@ -208,6 +212,42 @@ await step('scaling view renders', async () => {
   await page.waitForTimeout(300);
 });
 await shot(page, 'scaling.png');
+
+await step('a link reopens its view', async () => {
+  // A fresh page at a URL that names a view and its controls comes up in that view.
+  const fresh = await context.newPage();
+  try {
+    await fresh.goto(args.url + '/#view=curves&y=lr&x=samples', { waitUntil: 'load' });
+    await fresh.waitForFunction(() => document.querySelector('#curves-y').value === 'lr' &&
+      document.querySelector('#curves-x').value === 'samples' &&
+      !document.querySelector('#view-curves').hidden);
+  } catch (e) {
+    const got = await fresh.evaluate(() => [document.querySelector('#curves-y').value, document.querySelector('#curves-x').value]);
+    throw new Error('#view=curves&y=lr&x=samples opened with y=' + got[0] + ' x=' + got[1]);
+  } finally {
+    await fresh.close();
+  }
+});
+
+if (args.liveDb) {
+  await step('the open page follows a write to the database', async () => {
+    // What a sweep does when a job starts: a new running run. The page polls the data version.
+    await goView(page, '#view=runs');
+    await page.waitForFunction((n) => document.querySelectorAll('#runs-table tbody tr').length === n, args.expectRuns);
+    const sweep = sweeps[0].sweep_id;
+    execFileSync('sqlite3', [args.liveDb,
+      "INSERT INTO runs(run_id, sweep_id, status, optimizer, global_batch, base_lr, seed, total_steps, last_step, started_at) " +
+      "VALUES ('live0000000000aa', '" + sweep + "', 'running', 'lamb', 256, 0.01, 0, 100, 40, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"]);
+    try {
+      await page.waitForFunction((n) => document.querySelectorAll('#runs-table tbody tr').length === n, args.expectRuns + 1,
+        { timeout: 10000 });
+    } catch (e) {
+      throw new Error('10 s after the write the runs table still has ' + (await page.locator('#runs-table tbody tr').count()) + ' rows');
+    }
+    await goView(page, '#view=overview');
+    await page.waitForFunction(() => /1 running/.test(document.querySelector('#overview-body').textContent), null, { timeout: 10000 });
+  });
+}
 
 await step('no error banner', async () => {
   const visible = await page.isVisible('#error-banner');

@@ -20,6 +20,9 @@ if [[ ! -x "$chromium" ]]; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
+# A copy: the test writes a run into it while the page is open, as a sweep would.
+cp "$db" "$out/live.db"
+db="$out/live.db"
 "$bin" serve --db "$db" --port 0 >"$out/serve.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
@@ -41,4 +44,4 @@ if [[ -z "$url" ]]; then
 fi
 runs=$(sqlite3 -readonly "$db" "SELECT count(*) FROM runs")
 BATCHLAB_CHROMIUM="$chromium" node "$src/browser_test.mjs" --url "${url%/}" --expect-runs "$runs" \
-  --out "$out"
+  --out "$out" --live-db "$db"
