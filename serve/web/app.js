@@ -347,6 +347,12 @@ views.overview = async function (ctx) {
   body.replaceChildren(...ctx.sweeps.map((s) => sweepCard(s, ctx.sweep === s)));
 };
 
+// Runs that will take no more steps: all but planned, running and preempted (it resumes).
+function endedRuns(s) {
+  const st = s.statuses || {};
+  return (s.runs || 0) - (st.planned || 0) - (st.running || 0) - (st.preempted || 0);
+}
+
 function sweepCard(s, current) {
   const id = s.sweep_id == null ? '' : String(s.sweep_id);
   const statuses = Object.entries(s.statuses || {}).sort((a, b) => b[1] - a[1]);
@@ -361,10 +367,12 @@ function sweepCard(s, current) {
     h('div', null, statuses.length ? statuses.map(([st, n]) =>
       h('span', { class: 'badge bg-' + (known.includes(st) ? st : 'other'), title: st, text: n + ' ' + st })) :
       h('span', { class: 'muted', text: 'no runs' })),
-    h('div', { class: 'progress', title: 'steps done / steps planned' },
+    // progress is per run (1 once a run ended, early stops included), so the label counts runs,
+    // not steps against the planned total, which a diverged or raced run never reaches
+    h('div', { class: 'progress', title: 'mean over runs of each run\'s fraction: 1 once it ended, last_step / total_steps while it runs' },
       h('div', { class: 'bar', style: { width: ((pct || 0) * 100).toFixed(2) + '%' } }),
       h('div', { class: 'label', text: (pct == null ? 'progress unknown' : (pct * 100).toFixed(1) + '%') +
-        ' · ' + fmtNum(s.steps_done) + ' / ' + (s.steps_total == null ? '?' : fmtNum(s.steps_total)) + ' steps' })),
+        ' · ' + endedRuns(s) + ' of ' + s.runs + ' runs ended · ' + fmtNum(s.steps_done) + ' steps taken' })),
     h('div', { class: 'kv' },
       h('div', null, h('span', { text: 'runs' }), h('b', { text: String(s.runs) })),
       h('div', null, h('span', { text: 'ETA' }), h('b', { class: 'eta', text: s.eta_s == null ? (pct === 1 ? 'finished' : '–') : fmtDur(s.eta_s) })),
