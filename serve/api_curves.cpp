@@ -64,13 +64,6 @@ json pick(const std::vector<double>& values, const std::vector<std::size_t>& kee
   return out;
 }
 
-std::vector<std::string> run_ids(const RequestParams& params) {
-  auto ids = params.list("runs", kMaxCurveRuns);
-  if (ids.empty()) throw BadRequest("runs", "parameter 'runs' is required: runs=ID,ID,...");
-  for (const auto& id : ids) check_identifier("runs", id);
-  return ids;
-}
-
 }  // namespace
 
 const std::vector<std::string>& curve_metrics() {
@@ -84,7 +77,7 @@ const std::vector<std::string>& curve_metrics() {
 
 nlohmann::json curves_endpoint(DashboardDb& db, const Query& query) {
   const RequestParams params(query, {{"runs"}, {"y"}, {"x"}, {"points"}});
-  const auto ids = run_ids(params);
+  const auto ids = params.identifiers("runs", kMaxCurveRuns, true);
   const std::string y = params.choice("y", curve_metrics(), "train_loss");
   const std::string x = params.choice("x", kAxes, "step");
   const auto points = static_cast<std::size_t>(params.integer("points", 10, 10000, 1000));
@@ -139,7 +132,7 @@ nlohmann::json curves_endpoint(DashboardDb& db, const Query& query) {
 
 nlohmann::json noise_endpoint(results::Connection& db, const Query& query) {
   const RequestParams params(query, {{"runs"}, {"points"}});
-  const auto ids = run_ids(params);
+  const auto ids = params.identifiers("runs", kMaxCurveRuns, true);
   const auto points = static_cast<std::size_t>(params.integer("points", 10, 10000, 1000));
   const auto labels = run_labels(db, ids);
   results::Statement s(db,

@@ -64,9 +64,8 @@ bool natural_less(const std::string& a, const std::string& b) {
 
 nlohmann::json layers_endpoint(results::Connection& db, const Query& query) {
   const RequestParams params(query, {{"run"}, {"metric"}, {"steps"}});
-  const auto run = params.text("run");
+  const auto run = params.identifier("run");
   if (!run) throw BadRequest("run", "parameter 'run' is required: run=ID");
-  check_identifier("run", *run);
   const std::string metric = params.choice("metric", kLayerMetrics, "ratio");
   const auto limit = static_cast<std::size_t>(params.integer("steps", 10, 4000, 400));
   run_labels(db, {*run});  // NotFound for an unknown run

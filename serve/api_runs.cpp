@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +10,7 @@
 
 #include "analysis/run_records.h"
 #include "serve/errors.h"
+#include "serve/json_column.h"
 #include "serve/request_params.h"
 
 namespace batchlab::serve {
@@ -49,19 +49,6 @@ const char* const kFinalSql =
     "last ON e.run_id = last.run_id AND e.step = last.step";
 
 const std::vector<std::string> kOps = {"eq", "ne", "lt", "le", "gt", "ge", "contains"};
-
-json cell(results::Statement& s, int i) {
-  switch (sqlite3_column_type(s.get(), i)) {
-    case SQLITE_INTEGER:
-      return json(s.column_int64(i));
-    case SQLITE_FLOAT:
-      return json(s.column_double(i));
-    case SQLITE_NULL:
-      return json();
-    default:
-      return json(s.column_text(i));
-  }
-}
 
 struct RunRow {
   json object;  // the served columns, then the requested config keys
@@ -133,7 +120,7 @@ std::vector<RunRow> read_rows(results::Connection& db, const std::optional<std::
     RunRow row;
     row.object = json::object();
     for (std::size_t i = 0; i < kRunColumns.size(); ++i) {
-      row.object[kRunColumns[i]] = cell(runs, static_cast<int>(i));
+      row.object[kRunColumns[i]] = column_json(runs, static_cast<int>(i));
     }
     for (const auto& name : kFinalColumns) row.object[name] = json();
     if (const auto toml = runs.column_opt_text(config_index)) {
@@ -148,7 +135,7 @@ std::vector<RunRow> read_rows(results::Connection& db, const std::optional<std::
     const auto it = by_id.find(finals.column_text(0));
     if (it == by_id.end()) continue;
     for (std::size_t i = 0; i < kFinalColumns.size(); ++i) {
-      rows[it->second].object[kFinalColumns[i]] = cell(finals, static_cast<int>(i) + 1);
+      rows[it->second].object[kFinalColumns[i]] = column_json(finals, static_cast<int>(i) + 1);
     }
   }
   return rows;
@@ -211,8 +198,7 @@ const std::vector<std::string>& served_run_columns() {
 
 nlohmann::json runs_endpoint(results::Connection& db, const Query& query) {
   const RequestParams params(query, {{"sweep"}, {"keys"}, {"filter", true}, {"sort"}, {"order"}});
-  const auto sweep = params.text("sweep");
-  if (sweep) check_identifier("sweep", *sweep);
+  const auto sweep = params.identifier("sweep");
   const std::vector<std::string> keys = params.list("keys", 64);
   const std::vector<std::string> filter_texts = params.all("filter");
   if (filter_texts.size() > 32) throw BadRequest("filter", "at most 32 filters");

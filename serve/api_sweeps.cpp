@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <map>
 
 #include "analysis/report.h"
@@ -13,6 +14,7 @@
 #include "core/errors.h"
 #include "results/rows.h"
 #include "serve/errors.h"
+#include "serve/json_column.h"
 #include "serve/request_params.h"
 
 namespace batchlab::serve {
@@ -43,12 +45,6 @@ struct SweepTally {
   bool total_known = true;
   std::optional<double> first_start;
 };
-
-std::optional<std::string> sweep_param(const RequestParams& params) {
-  auto sweep = params.text("sweep");
-  if (sweep) check_identifier("sweep", *sweep);
-  return sweep;
-}
 
 void add_run(SweepTally& t, results::Statement& s) {
   const std::string status = s.column_text(1);
@@ -163,28 +159,24 @@ nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, doub
 
 nlohmann::json milestones_endpoint(results::Connection& db, const Query& query) {
   const RequestParams params(query, {{"sweep"}});
-  const auto sweep = sweep_param(params);
+  const auto sweep = params.identifier("sweep");
   results::Statement s(db,
                        "SELECT m.run_id, r.optimizer, r.global_batch, r.base_lr, r.seed, m.metric, "
                        "m.target, m.step, m.epoch, m.samples, m.wall_s FROM milestones m JOIN runs "
                        "r ON r.run_id = m.run_id WHERE ?1 IS NULL OR r.sweep_id = ?1 "
                        "ORDER BY m.metric, m.target, r.optimizer, r.global_batch, m.run_id");
   s.bind_text(1, sweep);
+  // Named as the page reads them, in the statement's column order.
+  static const char* const kColumns[] = {"run_id", "optimizer", "global_batch", "base_lr",
+                                         "seed",   "metric",    "target",       "step",
+                                         "epoch",  "samples",   "wall_s"};
   json rows = json::array();
-  auto num = [&](int i) { return s.column_is_null(i) ? json() : json(s.column_double(i)); };
-  auto integer = [&](int i) { return s.column_is_null(i) ? json() : json(s.column_int64(i)); };
   while (s.step()) {
-    rows.push_back({{"run_id", s.column_text(0)},
-                    {"optimizer", s.column_opt_text(1).value_or("")},
-                    {"global_batch", integer(2)},
-                    {"base_lr", num(3)},
-                    {"seed", integer(4)},
-                    {"metric", s.column_text(5)},
-                    {"target", num(6)},
-                    {"step", integer(7)},
-                    {"epoch", num(8)},
-                    {"samples", integer(9)},
-                    {"wall_s", num(10)}});
+    json row = json::object();
+    for (int i = 0; i < static_cast<int>(std::size(kColumns)); ++i) {
+      row[kColumns[i]] = column_json(s, i);
+    }
+    rows.push_back(std::move(row));
   }
   return {{"rows", std::move(rows)}};
 }
@@ -192,7 +184,7 @@ nlohmann::json milestones_endpoint(results::Connection& db, const Query& query) 
 nlohmann::json report_endpoint(const std::string& db_path, const Query& query) {
   const RequestParams params(query, {{"sweep"}, {"group_by"}});
   analysis::ReportOptions options;
-  options.sweep_id = sweep_param(params);
+  options.sweep_id = params.identifier("sweep");
   const auto group_by = params.list("group_by", 8);
   if (!group_by.empty()) options.group_by = group_by;
   try {
@@ -207,7 +199,7 @@ nlohmann::json report_endpoint(const std::string& db_path, const Query& query) {
 nlohmann::json study_endpoint(const std::string& db_path, const Query& query) {
   const RequestParams params(query, {{"sweep"}});
   analysis::StudyReportOptions options;
-  options.sweep_id = sweep_param(params);
+  options.sweep_id = params.identifier("sweep");
   if (!analysis::has_study(db_path, options.sweep_id)) return {{"present", false}};
   const auto report = analysis::build_study_report(db_path, options);
   return {

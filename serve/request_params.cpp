@@ -104,6 +104,22 @@ std::string RequestParams::choice(const std::string& name, const std::vector<std
   return *value;
 }
 
+std::optional<std::string> RequestParams::identifier(const std::string& name) const {
+  auto value = text(name);
+  if (value) check_identifier(name, *value);
+  return value;
+}
+
+std::vector<std::string> RequestParams::identifiers(const std::string& name, std::size_t max_items,
+                                                    bool required) const {
+  auto ids = list(name, max_items);
+  if (ids.empty() && required) {
+    throw BadRequest(name, fmt::format("parameter '{}' is required: {}=ID,ID,...", name, name));
+  }
+  for (const auto& id : ids) check_identifier(name, id);
+  return ids;
+}
+
 void check_identifier(const std::string& param, const std::string& value) {
   const bool ok =
       !value.empty() && value.size() <= 128 && std::all_of(value.begin(), value.end(), [](char c) {

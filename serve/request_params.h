@@ -40,6 +40,11 @@ class RequestParams {
   // One of `allowed`; `fallback` when absent.
   std::string choice(const std::string& name, const std::vector<std::string>& allowed,
                      const std::string& fallback) const;
+  // A run or sweep id (check_identifier); nullopt when absent.
+  std::optional<std::string> identifier(const std::string& name) const;
+  // A comma-separated list of ids, at most max_items; BadRequest when empty and `required`.
+  std::vector<std::string> identifiers(const std::string& name, std::size_t max_items,
+                                       bool required) const;
 
  private:
   std::multimap<std::string, std::string> values_;
