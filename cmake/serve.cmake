@@ -1,23 +1,29 @@
 # `batchlab serve` (serve/): the dashboard needs cpp-httplib (Debian's libcpp-httplib-dev) and the
-# web packages that scripts/setup.sh installs from npm into serve/web/node_modules (uPlot, which is
-# embedded into the binary here, never copied into the repository).
-#   -DBATCHLAB_SERVE=AUTO  build it when both are present (default; e.g. the GPU kit, whose machine
-#                          reaches no npm registry, builds without it)
+# chart library dygraphs (Debian's libjs-dygraphs, /usr/share/javascript/dygraphs), whose
+# dygraph.min.js and dygraph.min.css are embedded into the binary here. Nothing comes from npm.
+#   -DBATCHLAB_SERVE=AUTO  build it when both are present (default; a machine without them, such as
+#                          the GPU kit's, builds without the dashboard)
 #   -DBATCHLAB_SERVE=ON    stop the configure when either is missing (scripts/build.sh)
 #   -DBATCHLAB_SERVE=OFF   never build it
+# -DBATCHLAB_DYGRAPHS_JS=PATH and -DBATCHLAB_DYGRAPHS_CSS=PATH name other copies of the two files.
 # Sets BATCHLAB_WITH_SERVE and, when on, the target batchlab_serve.
 set(BATCHLAB_SERVE AUTO CACHE STRING "Build the dashboard `batchlab serve`: AUTO, ON or OFF")
 set_property(CACHE BATCHLAB_SERVE PROPERTY STRINGS AUTO ON OFF)
 
 set(batchlab_web_dir ${PROJECT_SOURCE_DIR}/serve/web)
-set(batchlab_uplot_dir ${batchlab_web_dir}/node_modules/uplot/dist)
 pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)
+find_file(BATCHLAB_DYGRAPHS_JS dygraph.min.js PATHS /usr/share/javascript/dygraphs NO_DEFAULT_PATH
+  DOC "dygraphs' dygraph.min.js, embedded into `batchlab serve` (Debian: libjs-dygraphs)")
+find_file(BATCHLAB_DYGRAPHS_CSS dygraph.min.css PATHS /usr/share/javascript/dygraphs NO_DEFAULT_PATH
+  DOC "dygraphs' dygraph.min.css, embedded into `batchlab serve` (Debian: libjs-dygraphs)")
 
 set(batchlab_serve_missing "")
 if(NOT HTTPLIB_FOUND)
   set(batchlab_serve_missing "cpp-httplib (libcpp-httplib-dev) is not installed")
-elseif(NOT EXISTS ${batchlab_uplot_dir}/uPlot.iife.min.js)
-  set(batchlab_serve_missing "uPlot is not in serve/web/node_modules (npm ci in serve/web)")
+elseif(NOT EXISTS "${BATCHLAB_DYGRAPHS_JS}" OR NOT EXISTS "${BATCHLAB_DYGRAPHS_CSS}")
+  string(CONCAT batchlab_serve_missing "the chart library dygraphs is not installed: no "
+    "dygraph.min.js and dygraph.min.css in /usr/share/javascript/dygraphs (Debian package "
+    "libjs-dygraphs: apt-get install libjs-dygraphs)")
 endif()
 
 set(BATCHLAB_WITH_SERVE OFF)
@@ -41,8 +47,8 @@ if(BATCHLAB_WITH_SERVE)
     "/|${batchlab_web_dir}/index.html|text/html"
     "/assets/app.js|${batchlab_web_dir}/app.js|application/javascript"
     "/assets/app.css|${batchlab_web_dir}/app.css|text/css"
-    "/assets/uPlot.iife.min.js|${batchlab_uplot_dir}/uPlot.iife.min.js|application/javascript"
-    "/assets/uPlot.min.css|${batchlab_uplot_dir}/uPlot.min.css|text/css")
+    "/assets/dygraph.min.js|${BATCHLAB_DYGRAPHS_JS}|application/javascript"
+    "/assets/dygraph.min.css|${BATCHLAB_DYGRAPHS_CSS}|text/css")
   set(asset_files "")
   foreach(entry ${batchlab_assets})
     string(REPLACE "|" ";" parts "${entry}")

@@ -1,6 +1,7 @@
 // The dashboard's web assets, compiled into the binary by cmake/embed_assets.cmake from serve/web
-// (the page, its script and style) and serve/web/node_modules (uPlot), so `batchlab serve` needs no
-// files next to it at run time and serves nothing from the file system.
+// (the page, its script and style) and /usr/share/javascript/dygraphs (the chart library dygraphs,
+// Debian's libjs-dygraphs), so `batchlab serve` needs no files next to it at run time and serves
+// nothing from the file system.
 #pragma once
 
 #include <string_view>

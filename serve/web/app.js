@@ -1,4 +1,5 @@
-/* batchlab serve: the dashboard. Plain ES2020, no modules, no build step; uPlot is the only library.
+/* batchlab serve: the dashboard. Plain ES2020, no modules, no build step; dygraphs (Debian's libjs-dygraphs)
+ * draws the line charts and is the only library.
  * The whole view state lives in the URL hash (#view=curves&sweep=ID&runs=a,b&y=val_acc&x=samples), so a
  * link reopens the view and back/forward walk through it. The page polls /api/status every 2 s and
  * refetches the current view when data_version changes. */
@@ -101,12 +102,6 @@ const isAccMetric = (m) => /(^|_)acc$/.test(m || '');
 function fmtMetric(m, v) {
   if (isAccMetric(m)) return fmtPct(v, /gap/.test(m));
   return fmtNum(v);
-}
-
-function fmtAxis(kind) {
-  return (u, splits, ai, space, incr) => splits.map((v) => v == null ? '' :
-    kind === 'pct' ? (v * 100).toFixed(Math.max(0, Math.min(4, Math.ceil(-Math.log10((incr || 0.01) * 100) - 1e-9)))) + '%' :
-    kind === 'batch' ? fmtBatch(v) : fmtNum(v));
 }
 
 function debounce(fn, ms) { let t; return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); }; }
@@ -515,71 +510,224 @@ function addFilter() {
   setState({ filter: S.filter.concat([k + ':' + $('#filter-op').value + ':' + v]) });
 }
 
-// ---------------------------------------------------------------------------------------- line charts (uPlot)
-const charts = {};
+// ---------------------------------------------------------------------------------------- line charts (dygraphs)
+// Drawn by dygraphs (Debian's libjs-dygraphs, embedded as /assets/dygraph.min.js); the legend, the
+// base-2 ticks of a log x axis and the x-only drag zoom are written here.
+const charts = {};   // key -> {g, sig, el, plot, legend, clean, o, height}
 
 function chartWidth(el) { return Math.max(320, Math.floor(el.clientWidth || el.parentNode.clientWidth || 800)); }
 
-// series: [{id, label, color, x:[], y:[], points?, dash?}]; o: {xKind, yKind, xLabel, yLabel, logx, logy, height, ...}
+// The series' points on one x grid, as dygraphs takes them: rows [x, y0, y1, ...] sorted by x.
+// null where a series has no point at that x (another series has one): bridged, since the charts set
+// connectSeparatedPoints; NaN where the series' own value is missing: a gap in its line, unless the
+// series spans its gaps.
+function joinSeries(clean, spans) {
+  const all = [];
+  for (const c of clean) for (const x of c.xs) all.push(x);
+  all.sort((a, b) => a - b);
+  const grid = [];
+  for (const x of all) if (!grid.length || grid[grid.length - 1] !== x) grid.push(x);
+  const at = new Map(grid.map((x, i) => [x, i]));
+  const rows = grid.map((x) => { const r = new Array(clean.length + 1).fill(null); r[0] = x; return r; });
+  clean.forEach((c, k) => {
+    for (let i = 0; i < c.xs.length; i++) {
+      const y = c.ys[i];
+      rows[at.get(c.xs[i])][k + 1] = y == null ? (spans[k] ? null : NaN) : y;
+    }
+  });
+  return rows;
+}
+
+// Ticks of a log x axis at powers of 2 (batch sizes), every octave a grid line, labels spaced out to
+// pixelsPerLabel; zoomed in below two octaves, dygraphs' own numeric ticks.
+function log2Ticks(a, b, pixels, opts, g, vals) {
+  const lo = Math.ceil(Math.log2(a) - 1e-9), hi = Math.floor(Math.log2(b) + 1e-9);
+  if (vals || !(a > 0) || hi - lo < 1) return Dygraph.numericTicks(a, b, pixels, opts, g, vals);
+  const perOctave = pixels / Math.max(1e-9, Math.log2(b) - Math.log2(a));
+  const every = Math.max(1, Math.ceil(opts('pixelsPerLabel') / perOctave));
+  const fmt = opts('axisLabelFormatter');
+  const ticks = [];
+  for (let k = lo; k <= hi; k++) ticks.push({ v: Math.pow(2, k), label: k % every ? '' : fmt.call(g, Math.pow(2, k), 0, opts, g) });
+  return ticks;
+}
+
+// dygraphs' numeric ticks, labeled as percentages with as many decimals as their spacing needs
+function pctTicks(a, b, pixels, opts, g, vals) {
+  const ticks = Dygraph.numericTicks(a, b, pixels, opts, g, vals);
+  const vs = ticks.filter((t) => t.label !== '').map((t) => t.v);
+  let incr = Infinity;
+  for (let i = 1; i < vs.length; i++) incr = Math.min(incr, Math.abs(vs[i] - vs[i - 1]));
+  if (!(incr > 0 && isFinite(incr))) incr = 0.01;
+  const dec = Math.max(0, Math.min(4, Math.ceil(-Math.log10(incr * 100) - 1e-9)));
+  for (const t of ticks) if (t.label !== '') t.label = (t.v * 100).toFixed(dec) + '%';
+  return ticks;
+}
+
+// Drag zooms the x axis only (dygraphs' default zooms y too on a vertical drag); shift- or alt-drag
+// pans; a double click zooms back out.
+const X_ZOOM = {
+  mousedown(event, g, context) {
+    if (event.button && event.button === 2) return;
+    context.initializeMouseDown(event, g, context);
+    if (event.altKey || event.shiftKey) Dygraph.startPan(event, g, context);
+    else Dygraph.startZoom(event, g, context);
+    const move = (e) => {
+      // the zoom rectangle follows x only: moveZoom sees the pointer at the height the drag started
+      if (context.isZooming) Dygraph.moveZoom({ pageX: e.pageX, pageY: context.py + context.dragStartY }, g, context);
+      else if (context.isPanning) Dygraph.movePan(e, g, context);
+    };
+    const up = (e) => {
+      if (context.isZooming && context.dragEndX != null) Dygraph.endZoom(e, g, context);
+      else Dygraph.endPan(e, g, context);   // a click, or the end of a pan
+      document.removeEventListener('mousemove', move);
+      document.removeEventListener('mouseup', up);
+      context.destroy();
+    };
+    document.addEventListener('mousemove', move);
+    document.addEventListener('mouseup', up);
+  },
+  willDestroyContextMyself: true,
+  dblclick: (event, g, context) => Dygraph.defaultInteractionModel.dblclick(event, g, context),
+};
+
+// the index in sorted xs of the point nearest to x
+function nearest(xs, x) {
+  let lo = 0, hi = xs.length - 1;
+  while (hi - lo > 1) { const m = (lo + hi) >> 1; if (xs[m] <= x) lo = m; else hi = m; }
+  return Math.abs(xs[hi] - x) < Math.abs(xs[lo] - x) ? hi : lo;
+}
+
+// The live legend under a chart: the hovered x and each series' value there (its point nearest to
+// that x, '–' outside its x range); a click on a series hides or shows it.
+function buildLegend(c) {
+  const items = c.series.map((s, i) => {
+    const sw = h('span', { class: 'legend-swatch' + (s.points && !s.line ? ' pts' : '') + (s.dash ? ' dash' : '') });
+    if (s.points && !s.line) sw.style.background = s.color;
+    else if (s.dash) sw.style.borderTopColor = s.color;
+    else sw.style.background = s.color;
+    const v = h('span', { class: 'legend-value', text: '–' });
+    const item = h('span', { class: 'legend-item', title: 'click to hide or show' }, sw, h('span', { class: 'legend-label', text: s.label }), v);
+    item.addEventListener('click', () => {
+      const on = item.classList.toggle('off');
+      c.g.setVisibility(i, !on);
+    });
+    return { item, v };
+  });
+  const xv = h('span', { class: 'legend-value', text: '–' });
+  c.legend.replaceChildren(h('span', { class: 'legend-x' }, h('span', { class: 'legend-label', text: c.o.xLabel }), xv), ...items.map((it) => it.item));
+  c.legendX = xv;
+  c.legendItems = items;
+}
+
+function showLegend(c, x) {
+  const has = isNum(x);
+  c.legendX.textContent = has ? c.fx(x) : '–';
+  c.clean.forEach((s, i) => {
+    let text = '–';
+    if (has && s.xs.length && x >= s.xs[0] && x <= s.xs[s.xs.length - 1]) {
+      const y = s.ys[nearest(s.xs, x)];
+      if (y != null) text = c.fy(y);
+    }
+    c.legendItems[i].v.textContent = text;
+  });
+}
+
+// series: [{id, label, color, x:[], y:[], points?, line?, dash?, width?, spanGaps?}];
+// o: {xKind, yKind, xLabel, yLabel, logx, logy, height}. A refresh of the same chart keeps its zoom.
 function lineChart(key, el, series, o, refresh) {
   const clean = series.map((s) => {
-    const xs = [], ys = [];
+    const pts = [];
     for (let i = 0; i < s.x.length; i++) {
       const x = s.x[i];
       if (!isNum(x) || (o.logx && x <= 0)) continue;
       let y = s.y[i];
       if (!isNum(y) || (o.logy && y <= 0)) y = null;
-      xs.push(x); ys.push(y);
+      pts.push([x, y]);
     }
-    return [xs, ys];
+    for (let i = 1; i < pts.length; i++) if (pts[i][0] < pts[i - 1][0]) { pts.sort((a, b) => a[0] - b[0]); break; }
+    return { xs: pts.map((p) => p[0]), ys: pts.map((p) => p[1]) };
   });
-  const data = clean.length ? uPlot.join(clean) : [[]];
+  // nothing to draw (on a log y axis: no value above 0) is a message: dygraphs would log an error
+  const hasValues = clean.some((c) => c.ys.some((y) => y != null));
+  const rows = hasValues ? joinSeries(clean, series.map((s) => !!s.spanGaps)) : [];
+  if (rows.length && o.logx) {
+    // points on a log x axis: a little room beyond the first and last (rows with no values)
+    const pad = (x) => { const r = new Array(series.length + 1).fill(null); r[0] = x; return r; };
+    rows.unshift(pad(rows[0][0] / 1.25));
+    rows.push(pad(rows[rows.length - 1][0] * 1.25));
+  }
   const sig = JSON.stringify([series.map((s) => s.id + '|' + s.label), o.xLabel, o.yLabel, !!o.logx, !!o.logy, o.yKind]);
   const old = charts[key];
-  if (old && old.sig === sig && old.el === el && refresh) {
-    const xs = old.u.scales.x;
-    const d0 = old.u.data[0];
-    const zoomed = d0.length && (xs.min > d0[0] || xs.max < d0[d0.length - 1]);
-    old.u.setData(data, !zoomed);
-    return old.u;
+  if (old && old.sig === sig && old.el === el && refresh && rows.length) {
+    // new data, same chart: dygraphs keeps a zoomed x window (and hidden series) across the update
+    old.clean = clean;
+    old.g.updateOptions({ file: rows });
+    return old.g;
   }
-  if (old) { old.u.destroy(); delete charts[key]; }
+  // other series on the same axes (a run joined the plotted ones): the new chart keeps the x zoom
+  const keepX = old && old.el === el && refresh && !!old.o.logx === !!o.logx && old.o.xLabel === o.xLabel &&
+    old.g.isZoomed('x') ? old.g.xAxisRange() : null;
+  dropChart(key);
   el.replaceChildren();
-  const fy = o.yKind === 'pct' ? (u, v) => fmtPct(v) : (u, v) => (v == null ? '–' : fmtNum(v, 4));
-  const fx = o.xKind === 'batch' ? (u, v) => fmtBatch(v) : (u, v) => (v == null ? '–' : fmtNum(v, 4));
-  const opts = {
+  if (!rows.length) {
+    el.append(h('div', { class: 'message', text: o.logy ? 'No value above 0 to plot on the log scale.' : 'No values to plot.' }));
+    return null;
+  }
+  const fy = o.yKind === 'pct' ? (v) => fmtPct(v) : (v) => (v == null ? '–' : fmtNum(v, 4));
+  const fx = o.xKind === 'batch' ? (v) => fmtBatch(v) : (v) => (v == null ? '–' : fmtNum(v, 4));
+  const axisFmt = (kind) => (v) => (kind === 'pct' ? fmtPct(v) : kind === 'batch' ? fmtBatch(v) : fmtNum(v));
+  const plot = h('div', { class: 'chart-plot' });
+  const legend = h('div', { class: 'chart-legend' });
+  el.append(plot, legend);
+  const height = o.height || 420;
+  const c = { sig, el, plot, legend, clean, series, o, height, fx, fy };
+  const names = series.map((s, i) => 's' + i);   // dygraphs keys series by label: ours may repeat
+  const perSeries = {};
+  series.forEach((s, i) => {
+    const pointsOnly = s.points && !s.line;
+    perSeries[names[i]] = {
+      color: s.color,
+      strokeWidth: pointsOnly ? 0 : (s.width || 1.5),
+      strokePattern: s.dash || null,
+      drawPoints: !!s.points,
+      pointSize: s.points ? 3.5 : 2,   // a line's isolated points (between gaps) are drawn too
+      highlightCircleSize: s.points ? 5 : 3,
+    };
+  });
+  const xAxis = { logscale: !!o.logx, axisLabelFormatter: axisFmt(o.xKind), pixelsPerLabel: 70 };
+  if (o.logx) xAxis.ticker = log2Ticks;
+  const yAxis = { logscale: !!o.logy, axisLabelFormatter: axisFmt(o.yKind), axisLabelWidth: 58, pixelsPerLabel: 28 };
+  if (o.yKind === 'pct' && !o.logy) yAxis.ticker = pctTicks;
+  c.g = new Dygraph(plot, rows, {
+    labels: ['x'].concat(names),
+    series: perSeries,
     width: chartWidth(el),
-    height: o.height || 420,
-    scales: {
-      x: o.logx ? { time: false, distr: 3, log: 2 } : { time: false },
-      y: o.logy ? { distr: 3, log: 10 } : {},
-    },
-    series: [{ label: o.xLabel, value: fx }].concat(series.map((s) => ({
-      label: s.label,
-      stroke: s.color,
-      width: s.width || 1.5,
-      dash: s.dash,
-      spanGaps: !!s.spanGaps,
-      value: fy,
-      points: s.points ? { show: true, size: 7, width: 1.5, fill: s.color } : { size: 5 },
-      paths: s.points && !s.line ? () => null : undefined,
-    }))),
-    axes: [
-      { label: o.xLabel, values: fmtAxis(o.xKind), size: 40, labelSize: 18, stroke: '#444', grid: { stroke: '#eaeef2' }, ticks: { stroke: '#d0d7de' } },
-      { label: o.yLabel, values: fmtAxis(o.yKind), size: 60, labelSize: 18, stroke: '#444', grid: { stroke: '#eaeef2' }, ticks: { stroke: '#d0d7de' } },
-    ],
-    legend: { live: true },
-    cursor: { drag: { x: true, y: false }, points: { size: 6 } },
-  };
-  const u = new uPlot(opts, data, el);
-  charts[key] = { u, sig, el };
-  return u;
+    height,
+    xlabel: o.xLabel,
+    ylabel: o.yLabel,
+    xLabelHeight: 16,
+    yLabelWidth: 16,
+    axes: { x: xAxis, y: yAxis },
+    axisLabelFontSize: 11,
+    axisLineColor: '#8c959f',
+    gridLineColor: '#eaeef2',
+    connectSeparatedPoints: true,
+    legend: 'never',
+    showLabelsOnHighlight: false,
+    interactionModel: X_ZOOM,
+    dateWindow: keepX,
+    highlightCallback: (e, x) => showLegend(c, x),
+    unhighlightCallback: () => showLegend(c, null),
+  });
+  buildLegend(c);
+  charts[key] = c;
+  return c.g;
 }
 
-function dropChart(key) { if (charts[key]) { charts[key].u.destroy(); delete charts[key]; } }
+function dropChart(key) { if (charts[key]) { charts[key].g.destroy(); delete charts[key]; } }
 
 window.addEventListener('resize', debounce(() => {
-  for (const c of Object.values(charts)) if (c.el.offsetParent) c.u.setSize({ width: chartWidth(c.el), height: c.u.height });
+  for (const c of Object.values(charts)) if (c.el.offsetParent) c.g.resize(chartWidth(c.el), c.height);
   if (S.view === 'layers' && heat) drawHeatmap(heat.d);
 }, 150));
 
@@ -944,9 +1092,9 @@ function initControls() {
 }
 
 function start() {
-  if (typeof uPlot === 'undefined') {
+  if (typeof Dygraph === 'undefined') {
     const b = $('#error-banner');
-    b.textContent = 'The charting library (/assets/uPlot.iife.min.js) did not load.';
+    b.textContent = 'The charting library (/assets/dygraph.min.js) did not load.';
     b.hidden = false;
   }
   initControls();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The dashboard's browser test: serves DB with the batchlab binary under test on a free port, then
-# drives Debian's chromium (headless) through tests/serve/browser_test.mjs, which checks the page
-# and saves screenshots into OUT. Exit 77 (CTest: skipped) with the reason when node or chromium is
+# drives Debian's chromium (headless) through chromedriver with tests/serve/browser_test.py
+# (Debian's python3-selenium, run by /usr/bin/python3), which checks the page and saves screenshots
+# into OUT. Exit 77 (CTest: skipped) with the reason when chromium, chromedriver or selenium is
 # missing.
 # Usage: browser_test.sh BATCHLAB DB OUT
 set -euo pipefail
@@ -10,12 +11,18 @@ db=$2
 out=$3
 src=$(cd "$(dirname "$0")" && pwd)
 chromium=${BATCHLAB_CHROMIUM:-/usr/bin/chromium}
-if ! command -v node >/dev/null 2>&1; then
-  echo "SKIP: node is not installed (bash scripts/setup.sh installs it)"
-  exit 77
-fi
+chromedriver=${BATCHLAB_CHROMEDRIVER:-/usr/bin/chromedriver}
+python=${BATCHLAB_BROWSER_PYTHON:-/usr/bin/python3}
 if [[ ! -x "$chromium" ]]; then
   echo "SKIP: $chromium is missing (bash scripts/setup.sh --with-python installs Debian's chromium)"
+  exit 77
+fi
+if [[ ! -x "$chromedriver" ]]; then
+  echo "SKIP: $chromedriver is missing (bash scripts/setup.sh --with-python installs Debian's chromium-driver)"
+  exit 77
+fi
+if [[ ! -x "$python" ]] || ! "$python" -c 'import selenium.webdriver' 2>/dev/null; then
+  echo "SKIP: selenium does not import in $python (bash scripts/setup.sh --with-python installs Debian's python3-selenium)"
   exit 77
 fi
 rm -rf "$out"
@@ -43,5 +50,5 @@ if [[ -z "$url" ]]; then
   exit 1
 fi
 runs=$(sqlite3 -readonly "$db" "SELECT count(*) FROM runs")
-BATCHLAB_CHROMIUM="$chromium" node "$src/browser_test.mjs" --url "${url%/}" --expect-runs "$runs" \
-  --out "$out" --live-db "$db"
+BATCHLAB_CHROMIUM="$chromium" BATCHLAB_CHROMEDRIVER="$chromedriver" \
+  "$python" "$src/browser_test.py" --url "${url%/}" --expect-runs "$runs" --out "$out" --live-db "$db"
