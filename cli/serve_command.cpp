@@ -8,6 +8,7 @@
 #include "cli/args.h"
 
 #ifdef BATCHLAB_WITH_SERVE
+#include <arpa/inet.h>
 #include <signal.h>
 
 #include <atomic>
@@ -37,6 +38,24 @@ constexpr const char* kServeUsage =
 namespace {
 
 std::atomic<bool> g_stop_requested{false};
+
+// --host as given: an address or name, or an IPv6 address in brackets as URLs write it ([::1]).
+std::string listen_host(const std::string& given) {
+  if (given.empty()) {
+    throw UsageError(
+        "--host '': empty; give the address to listen on, e.g. 127.0.0.1 (the default), ::1, "
+        "or 0.0.0.0 for every interface");
+  }
+  if (given.front() != '[') return given;
+  in6_addr v6{};
+  const std::string inner = given.back() == ']' ? given.substr(1, given.size() - 2) : std::string();
+  if (inner.empty() || inet_pton(AF_INET6, inner.c_str(), &v6) != 1) {
+    throw UsageError(fmt::format(
+        "--host {}: not an IPv6 address in brackets; write e.g. --host ::1 or --host '[::1]'",
+        given));
+  }
+  return inner;
+}
 
 extern "C" void request_stop(int) { g_stop_requested = true; }
 
@@ -72,7 +91,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     }
     options.port = static_cast<int>(*port);
   }
-  if (const auto host = args.value("host")) options.host = *host;
+  if (const auto host = args.value("host")) options.host = listen_host(*host);
   if (!serve::is_loopback_host(options.host)) {
     fmt::print(stderr,
                "batchlab serve: warning: listening on {}, not on 127.0.0.1: anyone who can reach "
@@ -105,8 +124,8 @@ int cmd_serve(const std::vector<std::string>& argv) {
 int cmd_serve(const std::vector<std::string>& argv) {
   Args args(argv, {{"db"}, {"port"}, {"host"}}, kServeUsage);
   throw UsageError(
-      "this batchlab was built without the dashboard (cpp-httplib or the npm web packages were "
-      "missing at configure time): run `bash scripts/setup.sh`, then rebuild with "
+      "this batchlab was built without the dashboard (cpp-httplib or Debian's libjs-dygraphs "
+      "was missing at configure time): run `bash scripts/setup.sh`, then rebuild with "
       "`bash scripts/build.sh`");
 }
 

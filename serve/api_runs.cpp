@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -50,6 +52,26 @@ const char* const kFinalSql =
 
 const std::vector<std::string> kOps = {"eq", "ne", "lt", "le", "gt", "ge", "contains"};
 
+// The served columns that hold numbers; a filter on one of them compares numbers.
+const std::set<std::string> kNumericColumns = {
+    "global_batch",    "micro_batch",     "accum_steps",      "world_size",
+    "base_lr",         "peak_lr",         "warmup_steps",     "seed",
+    "attempts",        "total_steps",     "last_step",        "train_s",
+    "has_layer_stats", "has_noise_scale", "final_train_loss", "final_train_acc",
+    "final_val_loss",  "final_val_acc",   "final_test_loss",  "final_test_acc",
+    "final_gap_acc",   "final_gap_loss"};
+
+// A finite number written as one, strictly: the whole text, no spaces, no hex, no inf or nan, in
+// double's range ("1e309" is not a number here, nor is "0x80" or " 128").
+std::optional<double> strict_number(const std::string& text) {
+  double value = 0.0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, value, std::chars_format::general);
+  if (begin == end || ec != std::errc() || ptr != end || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
 struct RunRow {
   json object;  // the served columns, then the requested config keys
   std::map<std::string, std::string> config;
@@ -74,13 +96,14 @@ KeyValue value_of(const RunRow& row, const std::string& key) {
   }
   if (const auto it = row.config.find(key); it != row.config.end()) {
     v.text = it->second;
-    v.number = analysis::to_number(it->second);
+    v.number = strict_number(it->second);
   }
   return v;
 }
 
 struct Filter {
   std::string key, op, value;
+  std::optional<double> number;  // the value, parsed, when the key holds numbers
 };
 
 std::string lower(std::string s) {
@@ -92,10 +115,11 @@ std::string lower(std::string s) {
 bool passes(const RunRow& row, const Filter& f) {
   const KeyValue v = value_of(row, f.key);
   if (f.op == "contains") return v.text && lower(*v.text).find(lower(f.value)) != std::string::npos;
-  const auto wanted = analysis::to_number(f.value);
   int cmp = 0;
-  if (v.number && wanted) {
-    cmp = *v.number < *wanted ? -1 : (*v.number > *wanted ? 1 : 0);
+  if (f.number) {
+    // A numeric key compares numbers only; a run without a number there differs from every value.
+    if (!v.number) return f.op == "ne";
+    cmp = *v.number < *f.number ? -1 : (*v.number > *f.number ? 1 : 0);
   } else if (v.text) {
     cmp = v.text->compare(f.value);
     cmp = cmp < 0 ? -1 : (cmp > 0 ? 1 : 0);
@@ -152,7 +176,8 @@ void check_key(const std::string& param, const std::string& key,
                                       param, key.substr(0, 64), fmt::join(columns, ", ")));
 }
 
-Filter parse_filter(const std::string& text, const std::set<std::string>& config_keys) {
+Filter parse_filter(const std::string& text, const std::set<std::string>& config_keys,
+                    const std::set<std::string>& numeric_keys) {
   const auto first = text.find(':');
   const auto second = first == std::string::npos ? first : text.find(':', first + 1);
   if (second == std::string::npos) {
@@ -161,12 +186,21 @@ Filter parse_filter(const std::string& text, const std::set<std::string>& config
                                            text.substr(0, 64)));
   }
   Filter f{text.substr(0, first), text.substr(first + 1, second - first - 1),
-           text.substr(second + 1)};
+           text.substr(second + 1), std::nullopt};
   check_key("filter", f.key, config_keys);
   if (std::find(kOps.begin(), kOps.end(), f.op) == kOps.end()) {
     throw BadRequest("filter",
                      fmt::format("filter '{}': operator '{}' is not one of {}", text.substr(0, 64),
                                  f.op.substr(0, 16), fmt::join(kOps, ", ")));
+  }
+  if (f.op != "contains" && numeric_keys.count(f.key) != 0) {
+    f.number = strict_number(f.value);
+    if (!f.number) {
+      throw BadRequest("filter",
+                       fmt::format("filter '{}': {} holds numbers; '{}' is not a finite number "
+                                   "(write it like 512, 0.1 or 1e-3)",
+                                   text.substr(0, 64), f.key, f.value.substr(0, 32)));
+    }
   }
   return f;
 }
@@ -210,8 +244,19 @@ nlohmann::json runs_endpoint(results::Connection& db, const Query& query) {
     for (const auto& [k, v] : row.config) config_keys.insert(k);
   }
   for (const auto& key : keys) check_key("keys", key, config_keys);
+  // A config key holds numbers when every run that has it has a number there.
+  std::set<std::string> numeric_keys = kNumericColumns;
+  for (const auto& key : config_keys) {
+    const bool numeric = std::all_of(rows.begin(), rows.end(), [&](const RunRow& row) {
+      const auto it = row.config.find(key);
+      return it == row.config.end() || strict_number(it->second).has_value();
+    });
+    if (numeric) numeric_keys.insert(key);
+  }
   std::vector<Filter> filters;
-  for (const auto& text : filter_texts) filters.push_back(parse_filter(text, config_keys));
+  for (const auto& text : filter_texts) {
+    filters.push_back(parse_filter(text, config_keys, numeric_keys));
+  }
   const std::size_t total = rows.size();
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [&](const RunRow& row) {

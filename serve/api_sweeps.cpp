@@ -12,6 +12,7 @@
 #include "analysis/study_records.h"
 #include "analysis/study_report.h"
 #include "core/errors.h"
+#include "results/errors.h"
 #include "results/rows.h"
 #include "serve/errors.h"
 #include "serve/json_column.h"
@@ -191,8 +192,14 @@ nlohmann::json report_endpoint(const std::string& db_path, const Query& query) {
     const auto report = analysis::build_report(db_path, options);
     return json::parse(analysis::format_report(report, results::QueryFormat::kJson));
   } catch (const InputError& e) {
-    // An unknown group-by key: the report names it and lists the valid ones.
-    throw BadRequest("group_by", e.what());
+    // An unknown group-by key the request gave: the report names it and lists the valid ones.
+    // Anything else (the default keys missing from a database that changed, ...) is the
+    // database's problem, not a parameter's.
+    const std::string message = e.what();
+    if (!group_by.empty() && message.find("--group-by") != std::string::npos) {
+      throw BadRequest("group_by", message);
+    }
+    throw results::StoreError(db_path, "cannot build the report", message);
   }
 }
 

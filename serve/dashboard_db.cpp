@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "results/errors.h"
+#include "results/query.h"
 #include "results/schema.h"
 
 namespace batchlab::serve {
@@ -89,7 +92,10 @@ std::int64_t check_schema(results::Connection& db) {
 std::unique_ptr<results::Connection> open_readonly(const std::string& path) {
   // NOMUTEX: the pool hands a connection to one thread at a time, so SQLite's own per-call
   // locking is pure cost (about 12% of a 16-run curves answer).
-  auto db = std::make_unique<results::Connection>(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+  // A WAL-mode file no writer has open is opened immutable, so SQLite creates no empty -wal and
+  // -shm beside it; a lease opens a new connection whenever the file changes (current_signature).
+  auto db = std::make_unique<results::Connection>(
+      results::open_for_reading(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX));
   sqlite3_busy_timeout(db->get(), kBusyTimeoutMs);
   // A second guard beside SQLITE_OPEN_READONLY: no write, not even to a temp table.
   db->exec("PRAGMA query_only = 1", "cannot make the connection query-only");
@@ -108,58 +114,101 @@ DashboardDb::DashboardDb(std::string path) : path_(std::move(path)) {
                    : "no such file; pass the database a sweep writes (the [sweep] results key, "
                      "e.g. results/quickstart.db after `bash scripts/quickstart.sh`)");
   }
+  file_id_ = file_id(path_);
+  std::string signature = current_signature();
   auto db = open_readonly(path_);
   schema_version_ = check_schema(*db);
-  file_id_ = file_id(path_);
-  idle_.push_back(std::move(db));
+  checked_signature_ = signature;
+  idle_.push_back(Pooled{std::move(db), std::move(signature)});
+}
+
+std::string DashboardDb::current_signature() const {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw results::StoreError(path_,
+                              "the database file is gone (deleted or moved since the server "
+                              "started); restart `batchlab serve` with its new path");
+  }
+  if (std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+                     static_cast<std::uint64_t>(st.st_ino)) != file_id_) {
+    throw results::StoreError(path_,
+                              "another file has taken the database's place since the server "
+                              "started (a sweep started over?); restart `batchlab serve` to "
+                              "show it");
+  }
+  // The header holds the page count, change counter and schema cookie: a file overwritten in
+  // place with other contents differs here even when its size and time do not.
+  char header[100] = {};
+  std::ifstream in(path_, std::ios::binary);
+  in.read(header, sizeof header);
+  const auto got = static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount()));
+  std::error_code ec;
+  return fmt::format("{}.{}.{}/{}{}/", static_cast<long long>(st.st_size),
+                     static_cast<long long>(st.st_mtim.tv_sec),
+                     static_cast<long long>(st.st_mtim.tv_nsec),
+                     std::filesystem::exists(path_ + "-wal", ec) ? 'w' : '-',
+                     std::filesystem::exists(path_ + "-shm", ec) ? 's' : '-') +
+         std::string(header, got);
 }
 
 std::string DashboardDb::data_version() const {
   return file_version(path_) + "/" + file_version(path_ + "-wal");
 }
 
-std::string DashboardDb::health() const {
+std::string DashboardDb::health() {
   try {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path_, ec)) {
-      return fmt::format(
-          "{}: the database file is gone (deleted or moved since the server "
-          "started); restart `batchlab serve` with its new path",
-          path_);
-    }
-    if (file_id(path_) != file_id_) {
-      return fmt::format(
-          "{}: another file has taken the database's place since the server "
-          "started (a sweep started over?); restart `batchlab serve` to show it",
-          path_);
-    }
-    auto db = open_readonly(path_);
-    check_schema(*db);
+    check_now();
     return {};
   } catch (const results::StoreError& e) {
     return e.what();
   }
 }
 
-std::unique_ptr<results::Connection> DashboardDb::open_connection() const {
-  return open_readonly(path_);
+void DashboardDb::check_now() {
+  with_connection([](results::Connection&) { return 0; });
 }
 
 DashboardDb::Lease::Lease(DashboardDb& db) : owner(db) {
+  signature = owner.current_signature();
+  bool checked = false;
+  // Connections opened on an earlier state of the file would answer from it (a WAL reader trusts
+  // its cache while the -shm index is unchanged; an immutable one always): they go, but only
+  // after the new one is open, so that the pool never lets go of the file entirely (an open
+  // reader keeps a writer that closes from deleting the -wal and -shm under the next one).
+  std::vector<Pooled> stale;
   {
     std::lock_guard<std::mutex> lock(owner.mutex_);
+    auto keep = std::stable_partition(owner.idle_.begin(), owner.idle_.end(),
+                                      [&](const Pooled& p) { return p.signature == signature; });
+    std::move(keep, owner.idle_.end(), std::back_inserter(stale));
+    owner.idle_.erase(keep, owner.idle_.end());
     if (!owner.idle_.empty()) {
-      connection = std::move(owner.idle_.back());
+      connection = std::move(owner.idle_.back().connection);
       owner.idle_.pop_back();
     }
+    checked = owner.checked_signature_ == signature;
   }
-  if (!connection) connection = owner.open_connection();
+  if (!connection) connection = open_readonly(owner.path_);
+  stale.clear();
+  if (!checked) {
+    // The file changed since it was last checked (a checkpoint, or another database written over
+    // it): it must still be a batchlab database of the schema served.
+    const std::int64_t version = check_schema(*connection);
+    if (version != owner.schema_version_) {
+      throw results::StoreError(owner.path_,
+                                fmt::format("schema version {} since the server started with "
+                                            "version {}; restart `batchlab serve`",
+                                            version, owner.schema_version_));
+    }
+    std::lock_guard<std::mutex> lock(owner.mutex_);
+    owner.checked_signature_ = signature;
+  }
 }
 
 DashboardDb::Lease::~Lease() {
   // A connection that served a request goes back unless the pool already holds plenty.
   std::lock_guard<std::mutex> lock(owner.mutex_);
-  if (owner.idle_.size() < 16) owner.idle_.push_back(std::move(connection));
+  if (owner.idle_.size() < 16) owner.idle_.push_back(Pooled{std::move(connection), signature});
 }
 
 }  // namespace batchlab::serve

@@ -1,7 +1,10 @@
-// The dashboard's view of one results database: checked once at startup, then read through a pool
-// of read-only connections (SQLITE_OPEN_READONLY and PRAGMA query_only), one per request thread at
-// a time. In WAL mode these readers neither block nor are blocked by the sweep that writes the
-// file; nothing here can write to it.
+// The dashboard's view of one results database: checked at startup, then read through a pool of
+// read-only connections (SQLITE_OPEN_READONLY and PRAGMA query_only), one per request thread at a
+// time. In WAL mode these readers neither block nor are blocked by the sweep that writes the file;
+// nothing here can write to it, and nothing is created beside it (results::open_for_reading).
+// Every lease looks at the file on disk first: a file overwritten in place gets fresh connections
+// (checked again), and a deleted file or another file in its place is refused with the reason, so
+// no answer comes from a cached copy of a database that is no longer there.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,8 @@ class DashboardDb {
   std::string data_version() const;
 
   // Runs fn(results::Connection&) with a pooled read-only connection and returns its result.
+  // Throws results::StoreError naming the problem when the file on disk is gone, is another file
+  // than the one served, or (overwritten in place) is no longer a batchlab database of this schema.
   template <class F>
   auto with_connection(F&& fn) {
     Lease lease(*this);
@@ -44,7 +49,10 @@ class DashboardDb {
 
   // Checks the database again (the file may have been deleted, replaced or locked since
   // startup); returns "" when readable, else the message the page and the terminal show.
-  std::string health() const;
+  std::string health();
+
+  // The same check as every lease makes; throws results::StoreError with the message.
+  void check_now();
 
  private:
   struct Lease {
@@ -54,9 +62,17 @@ class DashboardDb {
     Lease& operator=(const Lease&) = delete;
     DashboardDb& owner;
     std::unique_ptr<results::Connection> connection;
+    std::string signature;
   };
 
-  std::unique_ptr<results::Connection> open_connection() const;
+  struct Pooled {
+    std::unique_ptr<results::Connection> connection;
+    std::string signature;  // of the file when the connection was opened
+  };
+
+  // What the file on disk is now (size, modification time, header, whether -wal and -shm exist);
+  // throws results::StoreError when it is gone or another file took its place.
+  std::string current_signature() const;
 
   std::string path_;
   std::int64_t schema_version_ = 0;
@@ -64,11 +80,12 @@ class DashboardDb {
   // another database, which those connections would never see.
   std::pair<std::uint64_t, std::uint64_t> file_id_{0, 0};
   std::mutex mutex_;
-  std::vector<std::unique_ptr<results::Connection>> idle_;
+  std::vector<Pooled> idle_;
+  std::string checked_signature_;  // the file's signature when check_schema last passed
 };
 
-// Opens one read-only, query-only connection with the dashboard's busy timeout (also used by the
-// startup check and the tests).
+// Opens one read-only, query-only connection with the dashboard's busy timeout, creating no -wal or
+// -shm file (also used by the startup check and the tests).
 std::unique_ptr<results::Connection> open_readonly(const std::string& path);
 
 }  // namespace batchlab::serve

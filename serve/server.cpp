@@ -16,6 +16,7 @@
 #include "serve/api_sweeps.h"
 #include "serve/assets.h"
 #include "serve/errors.h"
+#include "serve/http_connections.h"
 #include "serve/http_encoding.h"
 #include "serve/request_params.h"
 
@@ -68,6 +69,41 @@ void send_error(const httplib::Request& req, httplib::Response& res, int status,
   send_json(req, res, status, body);
 }
 
+// A refusal before any handler ran: the request may have left bytes unread (a body, the rest of
+// a malformed head), so the connection closes after the answer rather than parse them as the next
+// request.
+void refuse(const httplib::Request& req, httplib::Response& res, int status,
+            const std::string& message) {
+  send_error(req, res, status, message);
+  res.set_header("Connection", "close");
+  BoundedHttpServer::close_after_this_request();
+}
+
+// The answers cpp-httplib makes itself (a malformed or overlong request line, ...) say why in the
+// JSON every other refusal has.
+std::string reason_of(int status) {
+  switch (status) {
+    case 400:
+      return "malformed request";
+    case 404:
+      return "no such page or endpoint";
+    case 413:
+      return "request body too large";
+    case 414:
+      return "request line longer than 8192 bytes";
+    case 416:
+      return "range not satisfiable";
+    case 431:
+      return "request headers too large";
+    case 500:
+      return "internal error";
+    case 503:
+      return "the dashboard is busy; retry in a moment";
+    default:
+      return fmt::format("request refused (HTTP {})", status);
+  }
+}
+
 // A strong validator for the embedded assets, computed once (FNV-1a of the bytes).
 std::string etag_of(const Asset& asset) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -97,7 +133,7 @@ DashboardServer::DashboardServer(DashboardDb& db, ServeOptions options,
     : db_(db),
       options_(std::move(options)),
       log_(std::move(log)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<BoundedHttpServer>(options_.limits)) {
   if (!log_) log_ = [](const std::string& line) { std::cerr << line << std::endl; };
   install_routes();
 }
@@ -125,8 +161,16 @@ void DashboardServer::install_limits() {
   // Headers and body leave in separate writes; without TCP_NODELAY a keep-alive client's delayed
   // ACK holds the second one back (~40 ms on Linux) on every small answer.
   http.set_tcp_nodelay(true);
+  // Reads and writes wait through poll() on non-blocking sockets, with the timeouts of
+  // options_.limits (serve/http_connections.h); these only set the accepted sockets' SO_RCVTIMEO.
   http.set_read_timeout(5, 0);
   http.set_write_timeout(10, 0);
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours
+        refuse(req, res, res.status, reason_of(res.status));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http.set_default_headers({{"Content-Security-Policy",
                              "default-src 'self'; style-src 'self' 'unsafe-inline'; "
                              "img-src 'self' data:; frame-ancestors 'none'"},
@@ -140,13 +184,18 @@ void DashboardServer::install_request_checks() {
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.method != "GET" && req.method != "HEAD") {
       res.set_header("Allow", "GET, HEAD");
-      send_error(
-          req, res, 405,
-          fmt::format("{} is not allowed: the dashboard only reads", req.method.substr(0, 16)));
+      refuse(req, res, 405,
+             fmt::format("{} is not allowed: the dashboard only reads", req.method.substr(0, 16)));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.headers.size() > kMaxHeaders) {
-      send_error(req, res, 431, "too many request headers");
+      refuse(req, res, 431, "too many request headers");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Two Host headers are two answers to "which site": a proxy may check one and the server
+    // read the other, so neither is trusted.
+    if (req.get_header_value_count("Host") > 1) {
+      refuse(req, res, 400, "more than one Host header");
       return httplib::Server::HandlerResponse::Handled;
     }
     // A page on another origin that rebinds its DNS name to 127.0.0.1 sends its own name here.
@@ -154,16 +203,18 @@ void DashboardServer::install_request_checks() {
     const bool allowed =
         is_loopback_host(host) || (!options_.host.empty() && host == lowercase(options_.host));
     if (!allowed) {
-      send_error(req, res, 403,
-                 fmt::format("Host '{}' is not this dashboard's; open it as "
-                             "http://127.0.0.1:{}/ (or the --host it was started with)",
-                             host.substr(0, 64), port_));
+      refuse(req, res, 403,
+             fmt::format("Host '{}' is not this dashboard's; open it as "
+                         "http://127.0.0.1:{}/ (or the --host it was started with)",
+                         host.substr(0, 64), port_));
       return httplib::Server::HandlerResponse::Handled;
     }
-    // cpp-httplib never reads a GET's body; refuse one announced rather than leave it unread.
+    // cpp-httplib never reads a GET's body; refuse one announced (by length or as chunks)
+    // rather than leave it unread.
     const std::string length = req.get_header_value("Content-Length");
-    if (!req.body.empty() || (!length.empty() && length != "0")) {
-      send_error(req, res, 413, "a GET request carries no body");
+    if (!req.body.empty() || (!length.empty() && length != "0") ||
+        req.has_header("Transfer-Encoding")) {
+      refuse(req, res, 413, "a GET request carries no body");
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -214,8 +265,16 @@ void DashboardServer::install_api() {
   http.Get("/api/noise", api(with_db(noise_endpoint)));
   http.Get("/api/layers", api(with_db(layers_endpoint)));
   http.Get("/api/milestones", api(with_db(milestones_endpoint)));
-  http.Get("/api/report", api([this](const Query& q) { return report_endpoint(db_.path(), q); }));
-  http.Get("/api/study", api([this](const Query& q) { return study_endpoint(db_.path(), q); }));
+  // These read through analysis/, on connections of their own: the file is checked first, so a
+  // database that is gone, replaced or no longer batchlab's is a 503 naming that, as elsewhere.
+  http.Get("/api/report", api([this](const Query& q) {
+             db_.check_now();
+             return report_endpoint(db_.path(), q);
+           }));
+  http.Get("/api/study", api([this](const Query& q) {
+             db_.check_now();
+             return study_endpoint(db_.path(), q);
+           }));
 }
 
 // The page and its assets: whole-path matches against the embedded table, nothing else.
@@ -255,13 +314,16 @@ void DashboardServer::bind() {
   const bool ok = options_.port == 0 ? (port_ = http_->bind_to_any_port(options_.host)) > 0
                                      : http_->bind_to_port(options_.host, options_.port);
   if (!ok) {
-    throw BindError(
-        fmt::format("cannot listen on {}:{}: the port is in use or the address is not "
-                    "one of this machine's; pick another with --port N (--port 0 takes "
-                    "any free port)",
-                    options_.host, options_.port));
+    const std::string shown =
+        options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
+    throw BindError(fmt::format(
+        "cannot listen on {}:{}: {}; pick another port with --port N (--port 0 takes any free "
+        "port){}",
+        shown, options_.port, bind_failure_reason(options_.host, options_.port),
+        is_loopback_host(options_.host) ? "" : ", or another address with --host"));
   }
   if (options_.port != 0) port_ = options_.port;
+  http_->widen_listen_backlog();
 }
 
 void DashboardServer::run() {
@@ -272,6 +334,7 @@ void DashboardServer::run() {
 
 void DashboardServer::stop() {
   stop_requested_ = true;
+  http_->wake_all();  // connections waiting for a request end now, not at their idle timeout
   while (run_called_ && !run_returned_) {
     if (http_->is_running()) {
       http_->stop();

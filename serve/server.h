@@ -15,23 +15,34 @@
 
 #include "serve/dashboard_db.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace batchlab::serve {
+
+class BoundedHttpServer;
+
+// How many connections the server keeps and how long it waits on each (serve/http_connections.h,
+// docs/serve.md).
+struct ConnectionLimits {
+  int max_connections = 128;       // open at once; at the limit the longest-idle one is closed
+  int idle_timeout_ms = 5000;      // waiting for a request, the first or the next
+  int request_timeout_ms = 10000;  // from a request's first byte to the end of its headers
+  int write_timeout_ms = 10000;    // for an answer to leave
+  std::size_t max_request_head = 64 * 1024;  // request line and headers together
+  int max_requests_per_connection = 1000;
+};
 
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8470;      // 0: any free port (port() tells which)
   std::string version;  // batchlab's version, shown on the page
+  ConnectionLimits limits{};
 };
 
 // True for the loopback names and addresses (localhost, 127.0.0.0/8, ::1).
 bool is_loopback_host(const std::string& host);
 
-// Thrown by DashboardServer::bind when the address cannot be bound (the port is taken, the address
-// is not one of this machine's); the CLI's exit 2.
+// Thrown by DashboardServer::bind when the address cannot be bound (the port is taken, by another
+// `batchlab serve` or anything else, or the address is not one of this machine's); the CLI's exit
+// 2. The message names the address, the reason and, when it can be known, what holds the port.
 class BindError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -65,7 +76,7 @@ class DashboardServer {
   DashboardDb& db_;
   ServeOptions options_;
   std::function<void(const std::string&)> log_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<BoundedHttpServer> http_;
   int port_ = 0;
   std::map<std::string, std::string> gzipped_assets_;  // URL path -> gzip of the asset
   // cpp-httplib's stop() only ends a loop that is already running; these let stop() called before

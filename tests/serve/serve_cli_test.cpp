@@ -114,7 +114,8 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
   // A file batchlab did not write is not "migrated" into one.
   const auto refused = run_batchlab("results migrate --db " + shell_quote(foreign_db(dir)));
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
-  EXPECT_NE(refused.output.find("not a batchlab database"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("a SQLite database of another program"), std::string::npos)
+      << refused.output;
 }
 
 TEST(ServeCli, ALockedDatabaseIsReportedNotWaitedOnForever) {
