@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "results/query.h"
 
@@ -98,26 +98,26 @@ std::string model_card_json(const std::string& db_path, const RunToExport& run,
     checkpoint["best_value"] = weights.best_value ? json(*weights.best_value) : json(nullptr);
   }
   card["checkpoint"] = checkpoint;
+  // What a strict load needs: the module as the weights' shapes say it is (a ResNet with the small
+  // stem is not torchvision's resnet as is), or no promise where no library builds one.
   card["weights"] = {
       {"file", weights.weights_file},
       {"names", weights.names},
       {"tensors", weights.tensors},
-      {"format", "torch.save state_dict: torch.load(f), load_state_dict(strict=True)"}};
+      {"format", weights.module_promised
+                     ? "torch.save state_dict: torch.load(f), then load_state_dict(strict=True) "
+                       "into the module below"
+                     : "torch.save state_dict: torch.load(f); no PyTorch module is promised to "
+                       "take it with load_state_dict(strict=True) (see module)"},
+      {"module", weights.module},
+      {"python", weights.module_python.empty() ? json(nullptr) : json(weights.module_python)}};
   card["metrics"] = metrics_json(db_path, run.run_id, weights.step);
   card["config_toml"] = run.config_toml;
   return card.dump(2) + "\n";
 }
 
 void write_model_card(const std::string& path, const std::string& json) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << json;
-    if (!out) throw InputError(fmt::format("{}: cannot write the model card", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError(fmt::format("{}: cannot write the model card: {}", path, ec.message()));
+  write_file_atomically(path, json);
 }
 
 std::string model_card_path(const std::string& weights_path) {

@@ -33,13 +33,19 @@ struct ExportedWeightsInfo {
   int64_t step = 0;                        // updates done when it was written
   std::optional<std::string> best_metric;  // best: the selection metric and its value
   std::optional<double> best_value;
+  // Which PyTorch module takes the weights (models::PytorchModule): in words, as Python code
+  // ("" when no library builds one), and whether a strict load into it is promised.
+  std::string module;
+  std::string module_python;
+  bool module_promised = false;
 };
 
 // The card's JSON text (an object, pretty-printed).
 std::string model_card_json(const std::string& db_path, const RunToExport& run,
                             const ExportedWeightsInfo& weights);
 
-// Writes `json` to `path` (through PATH.tmp and a rename). Throws InputError when it cannot.
+// Writes `json` to `path` atomically (core/atomic_file.h: nothing is left behind when it fails).
+// Throws InputError when the path cannot take a file, Error when the write fails.
 void write_model_card(const std::string& path, const std::string& json);
 
 // Where the card goes for a state_dict at `weights_path`: the same name with .json (model.pt ->

@@ -1,8 +1,10 @@
 // `batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR]
 // --out FILE.pt`: a run's weights as a PyTorch state_dict (torch.load + load_state_dict(strict=
-// True) into torchvision's ResNet or a Hugging Face-named BERT) and model.json beside it. The work
-// is in experiments/tasks/weights_export.h (the weights) and analysis/model_card.h (the card); this
-// file parses the arguments, finds the checkpoint folder and prints.
+// True) into torchvision's ResNet, with conv1 and maxpool replaced where the run used the small
+// stem, or a Hugging Face-named BERT) and model.json beside it, naming that module. Both files are
+// written atomically and together; a path that cannot take them is refused before anything else.
+// The work is in experiments/tasks/weights_export.h (the weights) and analysis/model_card.h (the
+// card); this file parses the arguments, finds the checkpoint folder and prints.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,6 +13,7 @@
 #include "analysis/model_card.h"
 #include "cli/app.h"
 #include "cli/args.h"
+#include "core/atomic_file.h"
 #include "core/config/loader.h"
 #include "experiments/tasks/weights_export.h"
 #include "sweeps/run_layout.h"
@@ -26,7 +29,9 @@ constexpr const char* kUsage =
     "Writes a run's weights as a PyTorch state_dict that Python reads with torch.load and\n"
     "load_state_dict(strict=True): torchvision's names for resnet18..152, Hugging Face's for "
     "BERT.\n"
-    "A card FILE.json beside it holds the run's config, metrics, git sha and the checkpoint step.\n"
+    "A card FILE.json beside it holds the run's config, metrics, git sha and the checkpoint step,\n"
+    "and which PyTorch module takes the weights (a ResNet trained with the small stem, as on\n"
+    "images of 64 px or less, is torchvision's with conv1 and maxpool replaced).\n"
     "  --checkpoint final    the newest checkpoint: a finished run's final weights (default)\n"
     "  --checkpoint best     best.pt, the weights at the best validation metric (runs with\n"
     "                        data.val_size > 0; see docs/architecture.md)\n"
@@ -74,6 +79,9 @@ int cmd_export(const std::vector<std::string>& argv) {
   const std::string out = required(args, "out", "FILE.pt");
   const std::string which = args.value("checkpoint").value_or("final");
   const std::string card_path = analysis::model_card_path(out);
+  // Refused before anything is read or written: a folder, a device, a missing folder.
+  check_output_path(out, "--out");
+  check_output_path(card_path, "the card (--out with .json)");
 
   const analysis::RunToExport run = analysis::read_run_to_export(db, run_id);
   config::LoadOptions load;
@@ -82,7 +90,7 @@ int cmd_export(const std::vector<std::string>& argv) {
       run.config_toml, fmt::format("{}: runs.config_toml of run {}", db, run_id), load);
   const std::string dir = checkpoint_dir(args, db, run);
   const std::string file = experiments::choose_checkpoint(dir, which, cfg, run_id);
-  const auto exported = experiments::export_weights(cfg, run_id, file, out);
+  const auto exported = experiments::export_weights(cfg, run_id, file);
 
   analysis::ExportedWeightsInfo info;
   info.weights_file = out;
@@ -95,10 +103,18 @@ int cmd_export(const std::vector<std::string>& argv) {
     info.best_metric = exported.best->metric;
     info.best_value = exported.best->value;
   }
-  analysis::write_model_card(card_path, analysis::model_card_json(db, run, info));
+  info.module = exported.module.describe;
+  info.module_python = exported.module.python;
+  info.module_promised = exported.module.promised;
+  // The weights and their card appear together or not at all (core/atomic_file.h).
+  AtomicFiles files;
+  files.write(out, std::string_view(exported.bytes.data(), exported.bytes.size()));
+  files.write(card_path, analysis::model_card_json(db, run, info));
+  files.commit();
 
   fmt::print("exported run {} ({}), checkpoint {} = step {} ({}): {} tensors, {} names -> {}\n",
              run_id, run.status, which, exported.step, file, exported.tensors, exported.names, out);
+  fmt::print("PyTorch module: {}\n", exported.module.describe);
   fmt::print("card: {}\n", card_path);
   if (which == "final" && run.status != "done" && run.status != "stopped") {
     fmt::print("note: the run's status is {}: its newest checkpoint is not the end of training\n",

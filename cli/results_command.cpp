@@ -6,6 +6,7 @@
 // `batchlab results snapshot SOURCE.db OUT.db`: a consistent single-file copy of a database that
 // may be in WAL mode and still written, for readers on other hosts.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "cli/app.h"
 #include "cli/args.h"
 #include "core/errors.h"
+#include "results/database_file.h"
 #include "results/ingest.h"
 #include "results/schema.h"
 #include "results/sqlite_util.h"
@@ -36,12 +38,16 @@ int ingest(const std::vector<std::string>& argv) {
   Args args(argv, {{"db", true, false}}, "batchlab results ingest --db PATH [RECORDS.db|DIR]...");
   const auto db = args.value("db");
   if (!db) throw UsageError("missing --db PATH\nusage: " + args.usage());
+  // Every path is checked before the database is opened: bad input creates nothing.
+  results::check_database_path(*db, results::DatabaseUse::kCreateOrOpen, "--db");
   std::vector<std::string> roots = args.positionals();
-  if (roots.empty()) roots.push_back(sweeps::default_runs_root(*db));
+  const bool given = !roots.empty();
+  if (!given) roots.push_back(sweeps::default_runs_root(*db));
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& root : roots) {
     if (fs::is_regular_file(root, ec)) {
+      results::check_database_path(root, results::DatabaseUse::kRecords, "records file");
       files.push_back(root);
       continue;
     }
@@ -56,8 +62,24 @@ int ingest(const std::vector<std::string>& argv) {
                         "records itself",
                         it->path().string(), sweeps::lock_description(it->path().string())));
       }
-      if (it->path().filename() == "records.db") files.push_back(it->path().string());
+      if (it->path().filename() == "records.db") {
+        results::check_database_path(it->path().string(), results::DatabaseUse::kRecords,
+                                     "records file");
+        files.push_back(it->path().string());
+      }
     }
+  }
+  if (files.empty()) {
+    // Nothing to fold: the database is left as it is (or not created at all).
+    const std::string where = fmt::format("{}", fmt::join(roots, ", "));
+    if (given) {
+      throw InputError(fmt::format(
+          "{}: no records.db file there, so nothing to ingest and {} is left as it is; give a "
+          "job's records.db or a runs folder holding them (runs/<sweep>/<run id>/records.db)",
+          where, *db));
+    }
+    fmt::print("ingested 0 run(s): no records.db under {}; {} is left as it is\n", where, *db);
+    return kExitOk;
   }
   std::sort(files.begin(), files.end());
   results::Ingester ingester(*db);
@@ -71,8 +93,7 @@ int migrate(const std::vector<std::string>& argv) {
   Args args(argv, {{"db", true, false}}, "batchlab results migrate --db PATH");
   const auto db = args.value("db");
   if (!db) throw UsageError("missing --db PATH\nusage: " + args.usage());
-  std::error_code ec;
-  if (!fs::is_regular_file(*db, ec)) throw InputError(fmt::format("{}: no such file", *db));
+  results::check_database_path(*db, results::DatabaseUse::kExisting, "--db");
   std::int64_t before = 0;
   {
     results::Connection reader(*db, SQLITE_OPEN_READONLY);

@@ -31,6 +31,7 @@
 #include "core/train/device_selection.h"
 #include "core/train/trainer.h"
 #include "experiments/tasks/task_factory.h"
+#include "results/database_file.h"
 #include "sweeps/run_layout.h"
 #include "sweeps/run_row.h"
 
@@ -150,6 +151,9 @@ Job load_job(const Args& args, const dist::Rendezvous& rv) {
         *given, job.config_path, job.run_id));
   }
   job.db_path = args.value("db").value_or("results/batchlab.db");
+  // A folder, a device or a file that is no batchlab database is refused now, before any data is
+  // loaded or anything (checkpoints beside the database included) is created.
+  results::check_database_path(job.db_path, results::DatabaseUse::kCreateOrOpen, "--db");
   return job;
 }
 

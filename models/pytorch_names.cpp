@@ -70,6 +70,61 @@ std::string pytorch_naming(const std::string& arch) {
   return "batchlab";
 }
 
+namespace {
+
+// torchvision's ResNet with the stem these weights have: conv1 [64, C, k, k] (k = 7: the ImageNet
+// stem, stride 2, then a max pool; k = 3: the small stem, stride 1, no pool) and fc [N, F].
+PytorchModule torchvision_resnet(const std::string& arch, const StateDict& entries) {
+  const auto conv1 = find(entries, "conv1.weight");
+  const auto fc = find(entries, "fc.weight");
+  if (!conv1 || !fc || conv1->dim() != 4 || fc->dim() != 2) {
+    return {fmt::format("no PyTorch module: the {} weights lack conv1 or fc", arch), "", false};
+  }
+  const int64_t channels = conv1->size(1);
+  const int64_t kernel = conv1->size(2);
+  const int64_t classes = fc->size(0);
+  const std::string make = fmt::format("torchvision.models.{}(num_classes={})", arch, classes);
+  PytorchModule out;
+  out.promised = true;
+  out.python = "import torch, torchvision\nmodel = " + make + "\n";
+  if (kernel == 7 && channels == 3) {
+    out.describe = make + ", as torchvision builds it";
+    return out;
+  }
+  const bool small = kernel == 3;
+  const std::string conv =
+      fmt::format("torch.nn.Conv2d({}, {}, kernel_size={}, stride={}, padding={}, bias=False)",
+                  channels, conv1->size(0), kernel, small ? 1 : 2, small ? 1 : 3);
+  out.python += "model.conv1 = " + conv + "\n";
+  if (small) out.python += "model.maxpool = torch.nn.Identity()\n";
+  out.describe = fmt::format(
+      "{} with conv1 replaced by {}{} ({}); torchvision's own {} (a 7x7 stride-2 conv1 on 3 "
+      "channels, then a max pool) refuses these weights",
+      make, conv, small ? " and maxpool by torch.nn.Identity()" : "",
+      small ? "the small stem, model.stem: a 3x3 stride-1 conv and no max pool"
+            : fmt::format("{} input channel{}", channels, channels == 1 ? "" : "s"),
+      arch);
+  return out;
+}
+
+}  // namespace
+
+PytorchModule pytorch_module(const std::string& arch, const StateDict& entries) {
+  const std::string naming = pytorch_naming(arch);
+  if (naming == "torchvision") return torchvision_resnet(arch, entries);
+  if (naming == "huggingface") {
+    return {
+        "a module with the structure and names of Hugging Face's BertForMaskedLM (or "
+        "BertForPreTraining with model.next_sentence), sized as the run's model (config_toml: "
+        "model.arch, vocab_size, max_seq_len)",
+        "", true};
+  }
+  return {fmt::format("none: model.arch = \"{}\" is batchlab's own network, which no PyTorch "
+                      "library builds; the names are those of batchlab's module",
+                      arch),
+          "", false};
+}
+
 StateDict to_pytorch_state_dict(const std::string& arch, const torch::nn::Module& model) {
   StateDict entries = state_dict(model);
   if (is_bert_arch(arch)) add_decoder(entries);

@@ -29,6 +29,17 @@ namespace batchlab::models {
 // (the rest: no PyTorch counterpart).
 std::string pytorch_naming(const std::string& arch);
 
+// Which PyTorch module takes the export of `arch` (`entries`, its to_pytorch_state_dict) with
+// load_state_dict(strict=True), and how to build it, read off the tensors themselves: a ResNet
+// with the small stem (model.stem; a 3x3 stride-1 conv1 and no max pool) or another number of
+// input channels is torchvision's with conv1 (and maxpool) replaced, never torchvision's as is.
+struct PytorchModule {
+  std::string describe;   // in words, naming the constructor and every replaced layer
+  std::string python;     // code building it as `model` (imports included); "" when no library can
+  bool promised = false;  // true: a strict load into `python`'s module is what the export promises
+};
+PytorchModule pytorch_module(const std::string& arch, const StateDict& entries);
+
 // The module's parameters and buffers under PyTorch names for `arch`: what `batchlab export`
 // writes.
 StateDict to_pytorch_state_dict(const std::string& arch, const torch::nn::Module& model);

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "results/errors.h"
@@ -56,11 +57,17 @@ std::string hex(const void* data, int size) {
 }
 
 // Errors SQLite reports about the statement itself (syntax, unknown table or column, a function
-// misused) are the user's; the rest (locks, I/O, corruption) are the system's.
+// misused) are the user's, and so is a damaged file (corrupt, or no database at all); the rest
+// (locks, I/O) are the system's.
 [[noreturn]] void fail(const Connection& db, const std::string& context) {
   const int code = db.last_error_code();
-  if (code == SQLITE_ERROR || code == SQLITE_NOTADB || code == SQLITE_AUTH ||
-      code == SQLITE_MISMATCH || code == SQLITE_RANGE || code == SQLITE_TOOBIG) {
+  // A damaged file is no mistake in the SQL: name the file and what to do about it.
+  if (is_damaged_database(code)) {
+    throw StoreInputError(db.path(), damaged_database_context("found while reading it"),
+                          db.last_message());
+  }
+  if (code == SQLITE_ERROR || code == SQLITE_AUTH || code == SQLITE_MISMATCH ||
+      code == SQLITE_RANGE || code == SQLITE_TOOBIG) {
     throw StoreInputError(db.path(), context, db.last_message());
   }
   throw StoreError(db.path(), context, db.last_message());
@@ -88,7 +95,43 @@ void bind_all(const Connection& db, sqlite3_stmt* stmt, const std::vector<QueryP
   }
 }
 
+// "file:" URI of a path: %, ? and # (and anything outside printable ASCII) percent-encoded.
+std::string file_uri(const std::string& path) {
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) absolute = path;
+  std::string uri = "file:";
+  for (const char c : absolute) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '%' || c == '?' || c == '#' || u <= 0x20 || u >= 0x7f) {
+      uri += fmt::format("%{:02X}", u);
+    } else {
+      uri += c;
+    }
+  }
+  return uri;
+}
+
 }  // namespace
+
+bool opens_immutable(const std::string& db_path) {
+  // Bytes 18 and 19 of the header (file format write and read versions) are 2 in WAL mode.
+  char header[20] = {};
+  std::ifstream in(db_path, std::ios::binary);
+  if (!in.read(header, sizeof header)) return false;
+  if (std::string_view(header, 16) != std::string_view("SQLite format 3\0", 16)) return false;
+  if (header[18] != 2 && header[19] != 2) return false;
+  std::error_code ec;
+  return !std::filesystem::exists(db_path + "-wal", ec) &&
+         !std::filesystem::exists(db_path + "-shm", ec);
+}
+
+Connection open_for_reading(const std::string& db_path, int flags) {
+  if (opens_immutable(db_path)) {
+    return Connection(db_path, flags, file_uri(db_path) + "?immutable=1");
+  }
+  return Connection(db_path, flags);
+}
 
 QueryResult query_readonly(const std::string& db_path, const std::string& sql) {
   return query_readonly(db_path, sql, {});
@@ -100,7 +143,7 @@ QueryResult query_readonly(const std::string& db_path, const std::string& sql,
   if (!std::filesystem::is_regular_file(db_path, ec)) {
     throw StoreInputError(db_path, "no database file here");
   }
-  Connection db(db_path, SQLITE_OPEN_READONLY);
+  Connection db = open_for_reading(db_path, SQLITE_OPEN_READONLY);
   sqlite3_busy_timeout(db.get(), 30000);
   // Second guard beside SQLITE_OPEN_READONLY: refuse writes even to the temp database.
   db.exec("PRAGMA query_only = 1", "cannot make the connection query-only");

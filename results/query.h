@@ -10,8 +10,19 @@
 #include <vector>
 
 #include "results/query_result.h"
+#include "results/sqlite_util.h"
 
 namespace batchlab::results {
+
+// Opens `db_path` for reading with `flags` (SQLITE_OPEN_READONLY plus any of NOMUTEX, ...), leaving
+// nothing beside it: a WAL-mode file whose -wal and -shm do not exist (no writer has it open) is
+// opened immutable (SQLite would otherwise create both, empty, and leave them behind); a file that
+// a writer has open (its -wal and -shm exist), or one in rollback-journal mode (whose readers
+// create nothing), is opened as usual, so live writes stay visible.
+Connection open_for_reading(const std::string& db_path, int flags);
+
+// True when a WAL-mode database at `db_path` would be opened immutable by open_for_reading now.
+bool opens_immutable(const std::string& db_path);
 
 // Runs one read-only statement. Throws StoreInputError for a missing database file, empty SQL,
 // more than one statement, a statement that could write, ATTACH/DETACH, or SQL that SQLite

@@ -8,9 +8,24 @@
 
 namespace batchlab::results {
 
-Connection::Connection(std::string path, int flags) : path_(std::move(path)) {
+bool is_damaged_database(int primary_code) noexcept {
+  return primary_code == SQLITE_CORRUPT || primary_code == SQLITE_NOTADB;
+}
+
+std::string damaged_database_context(std::string_view context) {
+  return "the database file is corrupt or not a SQLite database (" + std::string(context) +
+         "); restore it from a copy (batchlab results snapshot makes one of a live database), or "
+         "build a new one from the runs' records files with batchlab results ingest --db NEW.db "
+         "RUNS_FOLDER";
+}
+
+Connection::Connection(std::string path, int flags) : Connection(path, flags, path) {}
+
+Connection::Connection(std::string path, int flags, const std::string& uri)
+    : path_(std::move(path)) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path_.c_str(), &db, flags, nullptr);
+  if (uri != path_) flags |= SQLITE_OPEN_URI;
+  const int rc = sqlite3_open_v2(uri.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     // sqlite3_open_v2 hands back a handle even on failure; it only carries the message.
     std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -49,6 +64,9 @@ std::string Connection::last_message() const {
 }
 
 void Connection::fail(std::string_view context) const {
+  if (db_ != nullptr && is_damaged_database(last_error_code())) {
+    throw StoreInputError(path_, damaged_database_context(context), last_message());
+  }
   throw StoreError(path_, std::string(context), last_message());
 }
 
@@ -58,6 +76,9 @@ void Connection::exec(const std::string& sql, std::string_view context) {
   if (rc != SQLITE_OK) {
     std::string text = message != nullptr ? message : sqlite3_errstr(rc);
     sqlite3_free(message);
+    if (is_damaged_database(rc & 0xff)) {
+      throw StoreInputError(path_, damaged_database_context(context), text);
+    }
     throw StoreError(path_, std::string(context), text);
   }
 }

@@ -13,10 +13,19 @@ struct sqlite3_stmt;
 
 namespace batchlab::results {
 
+// Whether SQLite's primary result code says that the file itself is damaged or is no database at
+// all (SQLITE_CORRUPT, SQLITE_NOTADB), as opposed to a mistake in a statement or a lock.
+bool is_damaged_database(int primary_code) noexcept;
+// The context of the StoreInputError thrown for such a file: that the file is corrupt or not a
+// SQLite database, what was being done (`context`), and what to do about it.
+std::string damaged_database_context(std::string_view context);
+
 class Connection {
  public:
   // flags are sqlite3_open_v2 flags. A connection is used by one thread at a time.
   Connection(std::string path, int flags);
+  // Opens the SQLite URI `uri` (flags gain SQLITE_OPEN_URI); path() and messages name `path`.
+  Connection(std::string path, int flags, const std::string& uri);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -40,6 +49,8 @@ class Connection {
 
   // The current SQLite error message of this connection.
   std::string last_message() const;
+  // Throws StoreError (StoreInputError when the file is damaged: is_damaged_database) with the
+  // current SQLite message.
   [[noreturn]] void fail(std::string_view context) const;
 
  private:

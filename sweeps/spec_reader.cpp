@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "core/config/limits.h"
 #include "core/config/suggest.h"
 #include "core/config/toml_text.h"
 #include "sweeps/run_layout.h"
@@ -133,12 +134,21 @@ void SpecReader::read_sweep(const toml::table& doc, SweepSpec& spec) {
         !name->empty() && (*name)[0] != '.' && std::all_of(name->begin(), name->end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
         });
-    if (ok) {
-      spec.name = *name;
-    } else {
+    const auto length = static_cast<int64_t>(name->size());
+    if (!ok) {
       error(location_of(*sweep->get("name")), "sweep.name",
             config::render_node(*sweep->get("name")),
             "must be a non-empty folder name of letters, digits, '_', '-' and '.'");
+    } else if (length > config::kMaxSweepNameLength) {
+      // Checked here, at `sweep plan`, rather than by the file system at `sweep run`.
+      error(location_of(*sweep->get("name")), "sweep.name",
+            config::render_node(*sweep->get("name")),
+            fmt::format("{} characters; must be at most {}: the name becomes file names (NAME.db, "
+                        "NAME.db-journal, the runs folder), which hold at most 255 bytes; choose "
+                        "a shorter name",
+                        length, config::kMaxSweepNameLength));
+    } else {
+      spec.name = *name;
     }
   } else if (sweep->get("name") == nullptr) {
     error(at, "sweep.name", "", "missing; name the sweep (it names its database and folders)");

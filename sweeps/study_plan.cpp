@@ -56,7 +56,11 @@ Diagnostic at(const SweepSpec& spec, Location where, std::string key, std::strin
 // The cap in steps a cell's trials get at most.
 std::optional<int64_t> max_cap(const StudySpec& study, const Job& job) {
   if (study.max_steps) return *study.max_steps;
-  if (study.max_samples) return (*study.max_samples + job.global_batch - 1) / job.global_batch;
+  if (study.max_samples) {
+    // ceil(samples / batch), written so that no intermediate can overflow.
+    const int64_t samples = *study.max_samples;
+    return samples / job.global_batch + (samples % job.global_batch != 0 ? 1 : 0);
+  }
   if (job.derived.total_steps && *job.derived.total_steps > 0) return job.derived.total_steps;
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/config/limits.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
 #include "core/config/toml_text.h"
@@ -36,6 +37,9 @@ const OwnedKey kOwnedKeys[] = {
     {"train.target", false, "set by the study: use [study] target"},
     {"train.stop_at_target", false, "set by the study (a trial stops at the study's target)"},
 };
+
+constexpr double kMaxLrPoints = 100;
+constexpr double kMaxEvalsPerOctave = 1000;
 
 std::optional<double> number_of(const toml::node& node) {
   if (const auto* i = node.as_integer()) return static_cast<double>(i->get());
@@ -81,21 +85,25 @@ void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
           "must be a number > 1 (the spacing of the learning-rate points)")) {
     study.lr_factor = *v;
   }
+  // Integer keys are bounded above as well: the value is converted to a 64-bit count, and the steps
+  // and samples derived from it must not overflow (core/config/limits.h).
   if (auto v = number(
-          "lr_points_max", true, [](double x) { return x >= 3; },
-          "must be an integer >= 3: the centre and its two neighbours at least")) {
+          "lr_points_max", true, [](double x) { return x >= 3 && x <= kMaxLrPoints; },
+          "must be an integer >= 3: the centre and its two neighbours at least, and <= 100 (each "
+          "point is a factor of lr_factor more)")) {
     study.lr_points_max = static_cast<int64_t>(*v);
   }
   study.lr_center = number(
       "lr_center", false, [](double x) { return x > 0.0; }, "must be a learning rate > 0");
   if (auto v = number(
-          "max_samples", true, [](double x) { return x > 0; },
-          "must be an integer > 0 (training samples per trial at most)")) {
+          "max_samples", true, [](double x) { return x > 0 && x <= config::kMaxSamples; },
+          "must be an integer > 0 (training samples per trial at most) and <= 1000000000000 "
+          "(10^12; the trial's schedule.steps is derived from it)")) {
     study.max_samples = static_cast<int64_t>(*v);
   }
   if (auto v = number(
-          "max_steps", true, [](double x) { return x > 0; },
-          "must be an integer > 0 (updates per trial at most)")) {
+          "max_steps", true, [](double x) { return x > 0 && x <= config::kMaxSteps; },
+          "must be an integer > 0 (updates per trial at most) and <= 1000000000000 (10^12)")) {
     study.max_steps = static_cast<int64_t>(*v);
   }
   if (table->get("max_samples") != nullptr && table->get("max_steps") != nullptr) {
@@ -104,8 +112,8 @@ void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
           "give the per-trial cap once: max_samples or max_steps, not both");
   }
   if (auto v = number(
-          "evals_per_octave", true, [](double x) { return x >= 1; },
-          "must be an integer >= 1 (evaluations per doubling of the step count)")) {
+          "evals_per_octave", true, [](double x) { return x >= 1 && x <= kMaxEvalsPerOctave; },
+          "must be an integer >= 1 (evaluations per doubling of the step count) and <= 1000")) {
     study.evals_per_octave = static_cast<int64_t>(*v);
   }
   if (auto v = number(

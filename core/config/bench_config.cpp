@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/config/experiment_config.h"
+#include "core/config/limits.h"
 #include "core/config/model_config.h"
 #include "core/config/read_context.h"
 #include "core/config/reader.h"
@@ -93,7 +94,10 @@ void check_bench(const BenchConfig& b, const BenchModels& models) {
   p.check("--warmup", b.warmup, at_least(0));
   p.check("--batch", b.batch, at_least(1));
   p.check("--accum", b.accum, at_least(1));
-  p.check("--threads", b.threads, at_least(0));
+  p.check("--threads", b.threads,
+          both(at_least(0), at_most(kMaxThreads,
+                                    "use at most the machine's cores, or 0 for one "
+                                    "per core")));
   if (b.peak_tflops) p.check("--peak-tflops", *b.peak_tflops, greater_than(0));
   if (b.batch >= 1 && b.accum >= 1 && b.batch % b.accum != 0) {
     p.add("--batch", fmt::format("{}", b.batch),

@@ -6,6 +6,7 @@
 #include "core/config/exclusive_keys.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
+#include "core/config/toml_text.h"
 
 namespace batchlab::config {
 namespace {
@@ -82,8 +83,10 @@ std::optional<ParsedOverride> parse_override(std::string_view text, std::string&
     toml::table document = toml::parse(std::string_view(snippet), std::string_view("--set"));
     parsed = document.size() == 1 && document.contains("value");
     if (parsed) out.holder = std::move(document);
-  } catch (const toml::parse_error&) {
+  } catch (const toml::parse_error& e) {
     parsed = false;
+    // A number TOML cannot hold is a number still, not a string to be reported as the wrong type.
+    if (auto rule = number_range_rule(e)) out.out_of_range = *rule;
   }
   if (!parsed) {
     out.holder = toml::table{};
@@ -106,6 +109,11 @@ void apply_overrides(toml::table& document, const std::vector<std::string>& over
     if (auto rule = unknown_path_rule(parsed->path)) {
       ctx.add_located(override_diagnostic(parsed->path, render_node(parsed->value()), *rule, text),
                       index);
+      continue;
+    }
+    if (!parsed->out_of_range.empty()) {
+      const std::string value(trimmed(std::string_view(text).substr(text.find('=') + 1)));
+      ctx.add_located(override_diagnostic(parsed->path, value, parsed->out_of_range, text), index);
       continue;
     }
     const std::vector<std::string> parts = split_path(parsed->path);

@@ -18,6 +18,9 @@ struct ParsedOverride {
   std::string text;    // as given, quoted back in diagnostics
   std::string path;    // "optim.base_lr"
   toml::table holder;  // the value, under the key "value" (toml::node is abstract, so it is boxed)
+  // Non-empty when the value is a number out of TOML's range (1e400, 2^63): why it cannot be
+  // used (apply_overrides reports it; `holder` then holds the text as a string).
+  std::string out_of_range;
 
   const toml::node& value() const { return *holder.get("value"); }
 };

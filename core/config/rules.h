@@ -62,6 +62,19 @@ inline InRange in_range(double lo, bool lo_closed, double hi, bool hi_closed) {
   return {lo, lo_closed, hi, hi_closed};
 }
 
+// An upper bound (core/config/limits.h) on a count that allocates or feeds derived arithmetic;
+// `why` gives the reason for the bound and what to do. Combine with a lower bound through both().
+struct AtMost {
+  double bound;
+  std::string why;
+  template <class T>
+  std::optional<std::string> operator()(const T& value) const {
+    if (static_cast<double>(value) <= bound) return std::nullopt;
+    return "must be <= " + format_bound(bound) + (why.empty() ? "" : "; " + why);
+  }
+};
+inline AtMost at_most(double bound, std::string why = {}) { return {bound, std::move(why)}; }
+
 // 0 turns the feature off; otherwise the value must exceed `bound` (train.divergence).
 struct ZeroOrGreaterThan {
   double bound;

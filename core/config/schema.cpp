@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/config/field_table.h"
+#include "core/config/limits.h"
 #include "core/config/param_rule.h"
 
 namespace batchlab::config {
@@ -60,6 +61,28 @@ int64_t default_data_seed(const ExperimentConfig& c) { return c.train.seed; }
 constexpr InRange kUnitHalfOpen{0.0, true, 1.0, false};  // [0, 1)
 constexpr InRange kUnitClosed{0.0, true, 1.0, true};     // [0, 1]
 
+// Upper bounds (limits.h), each with its reason and fix.
+AtMost max_threads() {
+  return at_most(kMaxThreads,
+                 "LibTorch starts one OS thread per intra-op thread: use at most the machine's "
+                 "cores, or 0 for one per core");
+}
+AtMost max_workers() {
+  return at_most(
+      kMaxWorkers,
+      "each loader worker is a thread holding data.prefetch batches in memory: a few per "
+      "core is plenty (0 builds batches on the training thread)");
+}
+AtMost max_prefetch() {
+  return at_most(kMaxPrefetch,
+                 "every queued batch is held in memory; 2 to 8 keep the loader ahead of training");
+}
+AtMost max_samples() {
+  return at_most(kMaxSamples, "no data set is that large (0 takes the whole split)");
+}
+AtMost max_steps() { return at_most(kMaxSteps, "no run of that many steps can finish"); }
+AtMost max_epochs() { return at_most(kMaxEpochs, "no run of that many epochs can finish"); }
+
 Table<ModelConfig> model_table() {
   return {{
       field("arch", &ModelConfig::arch, NonEmpty{}),
@@ -85,23 +108,24 @@ Table<DataConfig> data_table() {
       field("augment", &DataConfig::augment),
       field("dataset", &DataConfig::dataset, NonEmpty{}),
       field("eval_resize", &DataConfig::eval_resize, greater_than(0)),
-      field("eval_train_samples", &DataConfig::eval_train_samples, at_least(0)),
+      field("eval_train_samples", &DataConfig::eval_train_samples,
+            both(at_least(0), max_samples())),
       field("image_size", &DataConfig::image_size, greater_than(0)),
       field("mask_prob", &DataConfig::mask_prob, in_range(0, false, 1, false)),
       field("min_scale", &DataConfig::min_scale, in_range(0, false, 1, true)),
       field("path", &DataConfig::path),
       field("phase2_fraction", &DataConfig::phase2_fraction, kUnitHalfOpen),
-      field("prefetch", &DataConfig::prefetch, greater_than(0)),
+      field("prefetch", &DataConfig::prefetch, both(greater_than(0), max_prefetch())),
       derived_field("seed", &DataConfig::seed, default_data_seed),
       field("sentence_pair", &DataConfig::sentence_pair),
       field("seq_len", &DataConfig::seq_len, greater_than(0)),
       field("seq_len_phase2", &DataConfig::seq_len_phase2, at_least(0)),
       field("skip_corrupt", &DataConfig::skip_corrupt),
-      field("test_size", &DataConfig::test_size, at_least(0)),
+      field("test_size", &DataConfig::test_size, both(at_least(0), max_samples())),
       field("tokenizer", &DataConfig::tokenizer),
-      field("train_size", &DataConfig::train_size, at_least(0)),
-      field("val_size", &DataConfig::val_size, at_least(0)),
-      field("workers", &DataConfig::workers, at_least(0)),
+      field("train_size", &DataConfig::train_size, both(at_least(0), max_samples())),
+      field("val_size", &DataConfig::val_size, both(at_least(0), max_samples())),
+      field("workers", &DataConfig::workers, both(at_least(0), max_workers())),
   }};
 }
 
@@ -153,17 +177,17 @@ Table<ScheduleConfig> schedule_table() {
       field("budget", &ScheduleConfig::budget_s, greater_than(0), DurationCodec{}),
       field("decay", &ScheduleConfig::decay, one_of(decay_names())),
       field("end_lr", &ScheduleConfig::end_lr, at_least(0)),
-      field("epochs", &ScheduleConfig::epochs, greater_than(0)),
+      field("epochs", &ScheduleConfig::epochs, both(greater_than(0), max_epochs())),
       field("gamma", &ScheduleConfig::gamma, in_range(0, false, 1, true)),
       field("milestones", &ScheduleConfig::milestones,
-            both(each(greater_than(0)), StrictlyIncreasing{})),
+            both(each(both(greater_than(0), max_epochs())), StrictlyIncreasing{})),
       field("power", &ScheduleConfig::power, greater_than(0)),
       // 0: no update; the run evaluates its starting weights (e.g. model.init_from) once.
-      field("steps", &ScheduleConfig::steps, at_least(0)),
-      field("warmup_epochs", &ScheduleConfig::warmup_epochs, at_least(0)),
+      field("steps", &ScheduleConfig::steps, both(at_least(0), max_steps())),
+      field("warmup_epochs", &ScheduleConfig::warmup_epochs, both(at_least(0), max_epochs())),
       field("warmup_fraction", &ScheduleConfig::warmup_fraction, kUnitClosed),
       field("warmup_start", &ScheduleConfig::warmup_start, kUnitClosed),
-      field("warmup_steps", &ScheduleConfig::warmup_steps, at_least(0)),
+      field("warmup_steps", &ScheduleConfig::warmup_steps, both(at_least(0), max_steps())),
   }};
 }
 
@@ -196,7 +220,7 @@ Table<TrainConfig> train_table() {
       field("seed", &TrainConfig::seed),
       field("stop_at_target", &TrainConfig::stop_at_target),
       field("target", &TrainConfig::targets, NoRule{}, table_list(target_table(), true)),
-      field("threads", &TrainConfig::threads, at_least(0)),
+      field("threads", &TrainConfig::threads, both(at_least(0), max_threads())),
   }};
 }
 

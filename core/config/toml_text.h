@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,13 @@ namespace batchlab::config {
 // Parses a TOML document (an experiment, a sweep spec); a syntax error is a ConfigError with one
 // diagnostic at the parser's position in `source_name`: "TOML syntax error: ...".
 toml::table parse_toml(std::string_view text, const std::string& source_name);
+
+// A number the parser cannot hold (1e400, an integer beyond 64 bits): the rule that says so, about
+// the value rather than as a syntax error; nullopt for every other parse error. parse_toml reports
+// such a number as `file:line:col: key = value: out of range ...` at the number itself.
+std::optional<std::string> number_range_rule(const toml::parse_error& e);
+// The number as the parser's message quotes it ("1e400"; without its sign), if it quotes one.
+std::optional<std::string> number_range_token(const toml::parse_error& e);
 
 // "an integer", "a float", "a string", "a boolean", "an array", "a table", "a date", ...
 std::string node_type_name(const toml::node& node);

@@ -76,16 +76,24 @@ std::string choose_checkpoint(const std::string& dir, const std::string& which,
 }
 
 ExportedWeights export_weights(const config::ExperimentConfig& config, const std::string& run_id,
-                               const std::string& checkpoint_file, const std::string& out) {
+                               const std::string& checkpoint_file) {
   config::ModelConfig model = config.model;
   model.init_from.clear();  // the weights come from the checkpoint
   const auto task = make_task(model, config.data, config.batch.bn_group, torch::kCPU);
   ExportedWeights exported;
   exported.step = train::load_model_weights(checkpoint_file, run_id, task->model());
   const models::StateDict entries = models::to_pytorch_state_dict(model.arch, task->model());
-  models::write_state_dict(entries, out);
+  exported.bytes = models::state_dict_bytes(entries);
   exported.tensors = static_cast<int64_t>(entries.size());
   exported.names = models::pytorch_naming(model.arch);
+  exported.module = models::pytorch_module(model.arch, entries);
+  if (exported.names == "huggingface" && model.norm_first) {
+    // The names match Hugging Face's, the computation does not: promise no more than the names.
+    exported.module.describe +=
+        "; but model.norm_first = true (pre-LN blocks): Hugging Face's BERT is post-LN, so a "
+        "module of its classes loads these weights and computes something else";
+    exported.module.promised = false;
+  }
   if (fs::path(checkpoint_file).filename() == "best.pt") {
     exported.best =
         train::CheckpointStore(fs::path(checkpoint_file).parent_path().string()).read_best(run_id);

@@ -1,7 +1,9 @@
 // The weights half of `batchlab export`: which checkpoint file a run's `--checkpoint` names, and
-// the run's model rebuilt as training built it, loaded from that file and written as a PyTorch
+// the run's model rebuilt as training built it, loaded from that file and turned into a PyTorch
 // state_dict under PyTorch names (models/pytorch_names.h): torchvision's for the ResNets, Hugging
-// Face's for BERT. Python reads the file with torch.load and load_state_dict(strict=True).
+// Face's for BERT, with the module that takes it (torchvision's ResNet with conv1 and maxpool
+// replaced for the small stem). Python reads the file with torch.load and load_state_dict(strict=
+// True) into that module.
 //
 // The model is rebuilt through the task factory, as `batchlab train` builds it, so its input size
 // and number of classes (or the tokenizer's vocabulary) come from the run's data set: export reads
@@ -11,9 +13,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/config/experiment_config.h"
 #include "core/train/checkpoint.h"
+#include "models/pytorch_names.h"
 
 namespace batchlab::experiments {
 
@@ -27,15 +31,18 @@ std::string choose_checkpoint(const std::string& dir, const std::string& which,
 
 struct ExportedWeights {
   int64_t step = 0;                       // updates done when the checkpoint was written
-  int64_t tensors = 0;                    // entries written
+  int64_t tensors = 0;                    // entries in the state_dict
   std::string names;                      // "torchvision", "huggingface" or "batchlab"
   std::optional<train::BestRecord> best;  // when the file was best.pt
+  models::PytorchModule module;           // which PyTorch module takes them, and how to build it
+  std::vector<char> bytes;                // the state_dict file (models::state_dict_bytes)
 };
 
 // Rebuilds run `run_id`'s model from `config` on the CPU (model.init_from is not read: the weights
 // come from the checkpoint), loads `checkpoint_file` (a CheckpointError when it is another run's
-// or damaged) and writes the state_dict to `out`.
+// or damaged) and returns its state_dict under PyTorch names as the bytes of a torch.save file.
+// Writes nothing: the caller writes the bytes and the card together (core/atomic_file.h).
 ExportedWeights export_weights(const config::ExperimentConfig& config, const std::string& run_id,
-                               const std::string& checkpoint_file, const std::string& out);
+                               const std::string& checkpoint_file);
 
 }  // namespace batchlab::experiments

@@ -1,0 +1,50 @@
+// Writing files at paths a user named, so that a failure leaves nothing behind: each file is
+// written to a temporary beside its target (same folder, so the rename is atomic), flushed to disk,
+// and renamed into place; a write that fails (a full disk, a file size limit, a folder where the
+// file should go) removes its temporary and leaves the target as it was. Several files written
+// through one AtomicFiles appear together: none is renamed until all are written.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace batchlab {
+
+// Refuses, before anything is written, a path that cannot take a new file: an existing folder, an
+// existing file that is not a regular file (/dev/null, a pipe: renaming over it would replace it),
+// or a path whose folder does not exist or is not writable. Throws InputError naming `path` as
+// `what` (e.g. "--out") and the fix. Creates nothing.
+void check_output_path(const std::string& path, std::string_view what);
+
+class AtomicFiles {
+ public:
+  AtomicFiles() = default;
+  // Removes the temporaries of every file not committed.
+  ~AtomicFiles();
+  AtomicFiles(const AtomicFiles&) = delete;
+  AtomicFiles& operator=(const AtomicFiles&) = delete;
+
+  // Writes `bytes` to a new temporary beside `path` (a hidden `.NAME.tmp-XXXXXX`) and flushes it.
+  // Throws InputError when the path cannot take a file (its folder is missing or read-only, it is
+  // a folder), Error when the write itself fails (no space left, a file size limit): in both
+  // cases every temporary made so far is removed.
+  void write(const std::string& path, std::string_view bytes);
+
+  // Renames every temporary over its target, in the order written. A rename that fails removes the
+  // temporaries not yet renamed and throws InputError.
+  void commit();
+
+ private:
+  struct Pending {
+    std::string tmp;
+    std::string path;
+  };
+  void discard() noexcept;
+  std::vector<Pending> pending_;
+};
+
+// One file through AtomicFiles: write, then commit.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+}  // namespace batchlab
