@@ -1,6 +1,6 @@
 // The `--threads=N` flag the LibTorch benches share: taken out of argv before Google Benchmark sees
-// it (which rejects flags it does not know), then applied with at::set_num_threads. LibTorch 1.13
-// here starts with one intra-op thread, so every comparison states its thread count explicitly.
+// it (which rejects flags it does not know), then applied with at::set_num_threads. LibTorch's
+// default thread count differs between builds and machines, so every comparison states its own.
 #pragma once
 
 #include <ATen/Parallel.h>

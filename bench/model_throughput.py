@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Python PyTorch peer of bench/model_throughput_bench.cpp: the same two networks, the same
 inputs and the same measurement, so the C++ path can be compared with Python on one machine.
 
@@ -11,17 +11,17 @@ inputs and the same measurement, so the C++ path can be compared with Python on 
 
 One step = gradients set to None, forward, loss, backward; no optimizer. Each repetition times
 --steps steps after --warmup untimed steps per model. Run both side by side, same threads, on an
-otherwise idle machine (each line one command; Debian's python3-torch uses the same LibTorch):
+otherwise idle machine (each line one command; the virtualenv's torch is the LibTorch batchlab links):
 
   ./build/bench/model_throughput_bench --threads=2 --benchmark_repetitions=5
-  /usr/bin/python3 bench/model_throughput.py --threads 2 --repetitions 5
+  .venv/bin/python bench/model_throughput.py --threads 2 --repetitions 5
 
 Both print, per model,
   MODEL fwd+bwd: median X samples/s, min .., max .., spread S% (R repetitions, T threads);
   process CPU C s/step
 with spread = (max - min) / median over the repetitions and C the median process CPU time per
 step (all threads), which stays comparable when other work shares the machine. Always
-/usr/bin/python3 (the python3 on PATH may be another interpreter without torch).
+.venv/bin/python (the python3 on PATH may be another interpreter without torch).
 """
 import argparse
 import math
@@ -97,7 +97,7 @@ class BertForMlm(nn.Module):
 
 
 def resnet_case():
-    import torchvision  # Debian's python3-torchvision
+    import torchvision  # the virtualenv's, pinned with torch
 
     torch.manual_seed(0)
     net = torchvision.models.resnet50(num_classes=RESNET_CLASSES).train()

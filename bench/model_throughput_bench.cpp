@@ -9,7 +9,7 @@
 //
 // Side by side, same machine, same threads, one after the other (each line one command):
 //   ./build/bench/model_throughput_bench --threads=2 --benchmark_repetitions=5
-//   /usr/bin/python3 bench/model_throughput.py --threads 2 --repetitions 5
+//   .venv/bin/python bench/model_throughput.py --threads 2 --repetitions 5
 // Each repetition is one timed step after one untimed warm-up step per model and process (more
 // steps per repetition: --benchmark_min_time=SECONDS here, --steps N there). Both end with lines
 //   MODEL fwd+bwd: median X samples/s, min .., max .., spread S% (R repetitions, T threads);
@@ -17,7 +17,7 @@
 // where spread = (max - min) / median over the repetitions, followed by the median process CPU
 // time per step (all threads): on a machine shared with other work, wall-clock rates drift with
 // the load while CPU seconds per step stay comparable.
-// --threads sets at::set_num_threads (default 2; LibTorch 1.13 here starts with 1 intra-op thread).
+// --threads sets at::set_num_threads (default 2: every comparison states its thread count).
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>

@@ -8,7 +8,7 @@
 //
 //   ./build/bench/optim_bench --threads=2 --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true          (one command line)
-// --threads sets at::set_num_threads (default 2; LibTorch 1.13 here starts with 1 intra-op thread).
+// --threads sets at::set_num_threads (default 2: every comparison states its thread count).
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>

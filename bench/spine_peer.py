@@ -1,9 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The spine experiment as a plain PyTorch training loop: batchlab's Python peer for time to 88%.
 
 Trains exactly what experiments/configs/fashion_mnist.toml describes (read from that file, so the
-two cannot drift; a key this script does not implement is refused), with Debian's /usr/bin/python3
-and python3-torch (the same LibTorch 1.13 as batchlab; `scripts/setup.sh --with-python`):
+two cannot drift; a key this script does not implement is refused), with the project
+virtualenv's Python and torch (.venv/bin/python: the same LibTorch build batchlab links;
+`bash scripts/setup.sh` makes it):
 
   model     models/small_resnet.*: conv1 3x3 (1 -> w/2, no bias) + BN + ReLU, layer1 = 2 BasicBlocks
             of w channels (the first stride 2), layer2 = 2 BasicBlocks of 2w (the first stride 2),
@@ -39,7 +40,7 @@ Back to back with batchlab on one otherwise idle machine (same cores, same LibTo
   rm -f /tmp/spine.db*   # a fresh database: the same config has the same run id
   build/batchlab train experiments/configs/fashion_mnist.toml --db /tmp/spine.db
   build/batchlab query --db /tmp/spine.db "SELECT metric, target, step, wall_s FROM milestones"
-  /usr/bin/python3 bench/spine_peer.py experiments/configs/fashion_mnist.toml
+  .venv/bin/python bench/spine_peer.py experiments/configs/fashion_mnist.toml
 
 The milestones row's wall_s (training clock, evaluation excluded) is batchlab's time to 88%, the
 peer's time_to_target_s is its own; the ratio batchlab / peer is what docs/performance.md reports. Run each a second time in the other

@@ -66,7 +66,8 @@ std::vector<std::string> rank_environment(int r, int n, int port) {
   env.push_back(fmt::format("WORLD_SIZE={}", n));
   env.push_back(fmt::format("LOCAL_RANK={}", r));
   env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", n));
-  env.push_back("MASTER_ADDR=127.0.0.1");
+  env.emplace_back("MASTER_ADDR=127.0.0.1");  // built in place: GCC 12 misreads the move of a
+                                              // literal temporary (-Wstringop-overread)
   env.push_back(fmt::format("MASTER_PORT={}", port));
   return env;
 }

@@ -28,8 +28,10 @@ int64_t configure_threads(int64_t requested) {
 std::string torch_version() { return TORCH_VERSION; }
 
 std::string blas_library() {
-  // Debian's LibTorch links libblas.so.3, an alternative that may be OpenBLAS or the reference
-  // BLAS (30x slower). /proc/self/maps shows which file the loader actually mapped.
+  // The wheel's LibTorch has MKL linked in statically (no file to find); a LibTorch that links
+  // libblas.so.3 instead gets whichever alternative is installed, OpenBLAS or the reference BLAS
+  // (30x slower), and /proc/self/maps shows which file the loader actually mapped.
+  if (at::hasMKL()) return "MKL (linked into LibTorch)";
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {

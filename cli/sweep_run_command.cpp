@@ -69,9 +69,14 @@ class PrintingObserver : public sweeps::RunObserver {
   }
 
   void stopping(int level) override {
-    fmt::print(level == 1 ? "stopping: asking the running jobs to stop (they record preempted); "
-                            "press Ctrl-C again to kill them\n"
-                          : "killing the running jobs\n");
+    // Two fixed messages (fmt checks a format string at compile time, so no ?: between them).
+    if (level == 1) {
+      fmt::print(
+          "stopping: asking the running jobs to stop (they record preempted); press "
+          "Ctrl-C again to kill them\n");
+    } else {
+      fmt::print("killing the running jobs\n");
+    }
     std::fflush(stdout);
   }
 
@@ -98,10 +103,18 @@ int cmd_sweep_run(const std::vector<std::string>& argv) {
   options.devices = split_list(args.value("devices").value_or(""));
   const auto asked_workers = args.integer("workers");
   const long long retries = args.integer("retries").value_or(0);
-  if (asked_workers && *asked_workers < 1) {
-    throw UsageError(fmt::format("--workers {}: must be at least 1", *asked_workers));
+  // Upper bounds too: each worker is a training process, and every retry a launch.
+  constexpr long long kMaxSweepWorkers = 1024;
+  constexpr long long kMaxRetries = 100;
+  if (asked_workers && (*asked_workers < 1 || *asked_workers > kMaxSweepWorkers)) {
+    throw UsageError(fmt::format(
+        "--workers {}: must be between 1 and {} (each worker is a training process; the default "
+        "is the cores divided by the jobs' train.threads)",
+        *asked_workers, kMaxSweepWorkers));
   }
-  if (retries < 0) throw UsageError(fmt::format("--retries {}: must be at least 0", retries));
+  if (retries < 0 || retries > kMaxRetries) {
+    throw UsageError(fmt::format("--retries {}: must be between 0 and {}", retries, kMaxRetries));
+  }
   if (asked_workers && !options.devices.empty() &&
       static_cast<size_t>(*asked_workers) > options.devices.size()) {
     throw UsageError(fmt::format(

@@ -88,9 +88,13 @@ class StudyPrinter : public sweeps::RunObserver, public study::StudyObserver {
     if (e.retry) print("  retrying  {}  {}: {}\n", e.job->run_id, e.exit, e.error);
   }
   void stopping(int level) override {
-    print(level == 1 ? "stopping: asking the running trials to stop (they record preempted); "
-                       "press Ctrl-C again to kill them\n"
-                     : "killing the running trials\n");
+    if (level == 1) {
+      print(
+          "stopping: asking the running trials to stop (they record preempted); press Ctrl-C "
+          "again to kill them\n");
+    } else {
+      print("killing the running trials\n");
+    }
   }
 
  private:

@@ -1,9 +1,32 @@
 # Helpers shared by every folder's targets.
 
 set(BATCHLAB_WARNINGS -Wall -Wextra -Wshadow)
+# GCC 12 reports -Wrestrict, -Warray-bounds and -Wstringop-overflow on std::string's copies inside
+# libstdc++ itself when it inlines them at -O3 under C++20 (GCC bugs 105329, 105651, 107138; gone
+# in 13): false positives in a system header, about memcpy bounds the code cannot reach.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  list(APPEND BATCHLAB_WARNINGS -Wno-restrict -Wno-array-bounds -Wno-stringop-overflow)
+endif()
 if(BATCHLAB_WERROR)
   list(APPEND BATCHLAB_WARNINGS -Werror)
 endif()
+
+# The wheel's LibTorch ships fmt 12 headers in torch/include/fmt, and its -isystem directory comes
+# before /usr/include, where Debian's fmt 9 (the libfmt batchlab links) lives: a target that sees
+# torch's include directory would compile against fmt 12 and fail to link (fmt::v12 symbols) or
+# to compile (fmt::join moved to fmt/ranges.h). A directory holding only a link to the fmt headers
+# of the fmt package found above, put first on every target's include path, keeps one fmt. The c10d
+# and c10 headers that include fmt compile with fmt 9.
+get_target_property(_fmt_dirs fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+set(_fmt_root /usr/include)
+foreach(_dir ${_fmt_dirs})
+  if(EXISTS ${_dir}/fmt/format.h)
+    set(_fmt_root ${_dir})
+  endif()
+endforeach()
+set(BATCHLAB_FMT_SHIM ${PROJECT_BINARY_DIR}/fmt-include)
+file(MAKE_DIRECTORY ${BATCHLAB_FMT_SHIM})
+file(CREATE_LINK ${_fmt_root}/fmt ${BATCHLAB_FMT_SHIM}/fmt SYMBOLIC)
 
 # Applies the project's warning flags, include root and (for targets using LibTorch) the shared
 # precompiled LibTorch header. The first torch target builds the PCH; the rest reuse it, so the
@@ -11,11 +34,9 @@ endif()
 function(batchlab_configure_target target)
   cmake_parse_arguments(ARG "TORCH" "" "" ${ARGN})
   target_compile_options(${target} PRIVATE ${BATCHLAB_WARNINGS})
+  target_include_directories(${target} SYSTEM BEFORE PRIVATE ${BATCHLAB_FMT_SHIM})
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
   if(ARG_TORCH)
-    # fmt before torch: include directories follow link order, and a pip torch ships fmt 12
-    # headers in torch/include/fmt; compiled against those, a target would need fmt::v12 symbols
-    # that the libfmt it links (Debian's fmt 9) does not have.
     target_link_libraries(${target} PUBLIC fmt::fmt torch)
     if(BATCHLAB_PCH)
       get_property(pch_owner GLOBAL PROPERTY BATCHLAB_PCH_OWNER)
@@ -90,6 +111,9 @@ function(batchlab_add_test_suite name dir)
     target_compile_definitions(${exe} PRIVATE
       BATCHLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
       BATCHLAB_GOLDEN_DIR="${BATCHLAB_GOLDEN_DIR}"
+      # The Python whose torch is the LibTorch linked here (cmake/find_torch.cmake): the peers
+      # (torchvision, torch.nn, torch.save) run under it, so both sides are one build.
+      BATCHLAB_PEER_PYTHON="${BATCHLAB_PYTHON}"
       BATCHLAB_BINARY="$<TARGET_FILE:batchlab>")
     if(ARG_NEEDS_BINARY)
       add_dependencies(${exe} batchlab)

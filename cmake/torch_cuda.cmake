@@ -44,8 +44,34 @@ function(batchlab_torch_site_packages out)
   set(${out} "${site}" PARENT_SCOPE)
 endfunction()
 
+# A pip torch brings its CUDA runtime, NCCL, cuDNN, ... as `nvidia` wheels, and libtorch_cuda.so
+# finds them through its RUNPATH ($ORIGIN/../../nvidia/*/lib). But torch's CMake config links
+# CUDA::cudart of the machine's CUDA toolkit (/usr/local/cuda/lib), whose directory then becomes
+# an -rpath that the linker searches before libtorch_cuda's RUNPATH for its dependencies: the
+# toolkit's older libnccl.so.2 is found and the link fails on NCCL symbols it lacks (and at run time
+# the toolkit's libcudart would be the one loaded). So: link the wheel's libcudart, and point the
+# linker (-rpath-link) at the wheel's library directories, which is where the loader looks too.
+# tests/cmake/binary_deps_test.sh checks what `ldd` resolves.
+function(batchlab_use_wheel_cuda_libraries)
+  batchlab_torch_site_packages(site)
+  if(NOT site OR NOT TARGET torch::cudart)
+    return()
+  endif()
+  file(GLOB cudart "${site}/nvidia/*/lib/libcudart.so.[0-9]*")
+  file(GLOB lib_dirs LIST_DIRECTORIES true "${site}/nvidia/*/lib")
+  if(NOT cudart)
+    return()
+  endif()
+  list(GET cudart 0 cudart)
+  set_property(TARGET torch::cudart PROPERTY INTERFACE_LINK_LIBRARIES "${cudart}")
+  string(REPLACE ";" ":" dirs "${lib_dirs}")
+  add_link_options("LINKER:-rpath-link,${dirs}")
+  message(STATUS "batchlab: CUDA runtime and NCCL from the wheel (${site}/nvidia)")
+endfunction()
+
 if(BATCHLAB_WITH_CUDA)
   add_compile_definitions(BATCHLAB_WITH_CUDA=1)
+  batchlab_use_wheel_cuda_libraries()
   if(BATCHLAB_NCCL)
     batchlab_torch_site_packages(_torch_site)
     set(_nccl_hints ${NCCL_ROOT}/include $ENV{NCCL_ROOT}/include $ENV{NCCL_HOME}/include

@@ -1,7 +1,10 @@
 #include "models/state_dict.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <iterator>
 #include <unordered_map>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "models/state_dict_pickle.h"
 
@@ -95,24 +99,38 @@ StateDict read_state_dict(const std::string& path) {
   return out;
 }
 
-void write_state_dict(const StateDict& entries, const std::string& path) {
+std::vector<char> state_dict_bytes(const StateDict& entries) {
   c10::Dict<std::string, torch::Tensor> dict;
   for (const auto& [name, tensor] : entries) dict.insert(name, tensor.detach().cpu());
-  const std::vector<char> bytes = torch::pickle_save(dict);
-  const std::string tmp = path + ".tmp";
+  // torch::pickle_save's Pickler tags every dict with its element types through a call of
+  // torch.jit._pickle.restore_type_tag, a global that Python's torch.load refuses since PyTorch
+  // 2.6 made weights_only=True its default. Without the tag the archive is what torch.save of a
+  // plain dict writes, and torch.load(f) reads it as it is (tests/cli/export_cli_test.cpp).
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler(
+      [&](const char* bytes, size_t n) { pickled.insert(pickled.end(), bytes, bytes + n); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(dict);
+  pickler.stop();
+  std::vector<char> archive;
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      throw InputError(
-          fmt::format("{}: cannot write the state_dict: {}", tmp, std::strerror(errno)));
-    }
+    // The writer finishes the zip (its central directory) when it goes out of scope.
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
+      const char* p = static_cast<const char*>(bytes);
+      archive.insert(archive.end(), p, p + n);
+      return n;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(),
+                                       writer);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    throw InputError(fmt::format("{}: cannot write the state_dict: {}", path, ec.message()));
-  }
+  return archive;
+}
+
+void write_state_dict(const StateDict& entries, const std::string& path) {
+  const std::vector<char> bytes = state_dict_bytes(entries);
+  write_file_atomically(path, std::string_view(bytes.data(), bytes.size()));
 }
 
 void save_state_dict(const torch::nn::Module& module, const std::string& path) {

@@ -35,9 +35,14 @@ StateDict state_dict(const torch::nn::Module& module);
 // state_dict under a key).
 StateDict read_state_dict(const std::string& path);
 
-// Writes `entries` with torch::pickle_save as a name -> tensor dict that Python's torch.load reads
-// (and torchvision's load_state_dict accepts). Written to `path`.tmp, then renamed. Throws
-// InputError when the file cannot be written.
+// The bytes of `entries` as torch.save of a plain name -> tensor dict writes them: Python's
+// torch.load reads them with its default weights_only=True (no TorchScript type tags), and
+// torchvision's load_state_dict accepts the result.
+std::vector<char> state_dict_bytes(const StateDict& entries);
+
+// Writes state_dict_bytes(entries) to `path` atomically (core/atomic_file.h: a temporary beside it,
+// renamed; nothing is left behind when the write fails). Throws InputError when the path cannot
+// take a file, Error when the write itself fails (no space left).
 void write_state_dict(const StateDict& entries, const std::string& path);
 
 // write_state_dict(state_dict(module), path).

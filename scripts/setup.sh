@@ -1,40 +1,42 @@
 #!/usr/bin/env bash
-# Installs every Debian package that batchlab's build, tests and quickstart need, and only those
-# that are missing. Idempotent: a second run installs nothing and prints one line.
-# Usage: scripts/setup.sh [--with-python]   (--with-python adds what the tests need beyond the
-#                                             build: the Python peers python3-torch and
-#                                             python3-torchvision for tests and bench/, and
-#                                             Debian's chromium for the dashboard's browser test)
-# Last, it installs the dashboard's web packages from npm (serve/web/package-lock.json: uPlot, which
-# the build embeds into `batchlab`, and playwright-core, which drives chromium in the browser test)
-# unless serve/web/node_modules already matches the lock file.
+# Installs what batchlab's build, tests and quickstart need, and only what is missing. Idempotent:
+# a second run installs and downloads nothing and prints two lines.
+#   1. Debian packages (apt): compilers, libraries, data, the browser test's chromium and driver.
+#   2. The project virtualenv .venv/ (git-ignored; scripts/setup_venv.sh): the pinned PyPI `torch`
+#      wheel, whose LibTorch (with CUDA and NCCL) the build links and whose Python the peers run,
+#      and torchvision. Never the system Python.
+# Usage: scripts/setup.sh [--with-python]   (--with-python adds what only the tests need: Debian's
+#                                             chromium, chromium-driver and python3-selenium for
+#                                             the dashboard's browser test)
+# Nothing comes from npm: the dashboard's chart code is Debian's libjs-dygraphs, embedded into the
+# binary at build time (cmake/serve.cmake).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 pkgs=(
   build-essential cmake ninja-build pkg-config ccache
   clang-format            # the test command checks formatting (scripts/check_format.sh)
-  libtorch-dev            # LibTorch 1.13 (CPU)
-  libopenblas0-pthread    # without it LibTorch multiplies with the reference BLAS (~30x slower)
+  python3-venv            # the project virtualenv that holds the pinned torch wheel
+  libopenblas0-pthread    # BLAS of numpy and the analysis scripts (LibTorch brings MKL)
   libfmt-dev libtomlplusplus-dev libsqlite3-dev sqlite3 zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   dataset-fashion-mnist   # the real small data set of the quickstart and the spine experiment
   libturbojpeg0-dev       # JPEG decoding with DCT-domain downscaling (ImageNet pipeline)
   libjpeg-turbo-progs     # tjbench: the raw decode rate the JPEG pipeline benchmark compares with
   libsentencepiece-dev    # tokenizer training and encoding for BERT pretraining text
-  libgloo-dev             # headers LibTorch's ProcessGroupGloo needs (CPU data parallelism)
+  # The gloo headers that LibTorch's ProcessGroupGloo.hpp includes (CPU data parallelism): the
+  # wheel ships none. Gloo itself is compiled into libtorch_cpu; the header needs only the types
+  # and the Store interface, whose newer methods it guards with GLOO_STORE_HAS_STORE_V2.
+  libgloo-dev
   python3.11-doc          # English prose (reStructuredText sources) for the MLM demo corpus
   # `batchlab plot` (the README's figure commands) runs analysis/plots/*.py with Debian's
   # /usr/bin/python3: the quickstart's setup installs what they import.
   python3-matplotlib python3-numpy
   libcpp-httplib-dev      # `batchlab serve`: the dashboard's HTTP server
+  libjs-dygraphs          # `batchlab serve`: the dashboard's charts (embedded at build time)
 )
-# npm fetches the dashboard's web packages; the machine's own Node.js is used when it has one.
-if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
 if [[ "${1:-}" == "--with-python" ]]; then
-  # The Python peers: reference outputs in tests (torchvision, torch.nn) and side-by-side
-  # benchmarks (bench/*.py). Always Debian's /usr/bin/python3.
-  pkgs+=(python3-torch python3-torchvision)
-  pkgs+=(chromium)        # the dashboard's browser test (headless)
+  pkgs+=(chromium chromium-driver python3-selenium)   # the dashboard's browser test (headless)
 fi
 
 missing=()
@@ -46,7 +48,7 @@ for p in "${pkgs[@]}"; do
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "setup: all ${#pkgs[@]} packages present"
+  echo "setup: all ${#pkgs[@]} Debian packages present"
 else
   echo "setup: installing ${missing[*]}"
   sudo_cmd=()
@@ -57,12 +59,4 @@ else
   echo "setup: done"
 fi
 
-# A copy of the lock file that `npm ci` last installed says whether node_modules is current; when it
-# is, nothing is fetched.
-web=serve/web
-stamp=$web/node_modules/.batchlab-installed-lock.json
-if ! cmp -s "$web/package-lock.json" "$stamp" 2>/dev/null; then
-  echo "setup: npm ci in $web"
-  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  cp "$web/package-lock.json" "$stamp"
-fi
+bash scripts/setup_venv.sh

@@ -12,6 +12,7 @@
 #include "core/config/preconditions.h"
 #include "core/errors.h"
 #include "core/optim/grad_clip.h"
+#include "core/optim/group_options.h"
 #include "core/optim/lamb.h"
 #include "core/optim/lars.h"
 
@@ -158,6 +159,8 @@ std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& opt
     groups.push_back(std::move(g));
   }
 
+  // Copies (options cloned): the constructors below take the groups by value.
+  const std::vector<torch::optim::OptimizerParamGroup> intended = torch_groups;
   std::unique_ptr<torch::optim::Optimizer> opt;
   TrainingOptimizer::Roles roles;
   const std::string& n = optim.name;
@@ -182,6 +185,7 @@ std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& opt
     roles.clips_itself = lamb.get();
     opt = std::move(lamb);
   }
+  keep_group_options(*opt, intended);
 
   std::vector<at::Tensor> in_order;
   in_order.reserve(params.size());

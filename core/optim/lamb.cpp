@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/optim/fused_kernels.h"
 #include "core/optim/grad_clip.h"
+#include "core/optim/group_options.h"
 #include "core/optim/multi_tensor.h"
 #include "core/optim/state_key.h"
 
@@ -224,7 +225,9 @@ void fused_step(std::vector<FusedItem>& items) {
 }  // namespace
 
 Lamb::Lamb(std::vector<torch::optim::OptimizerParamGroup> param_groups, LambOptions defaults)
-    : torch::optim::Optimizer(std::move(param_groups), std::make_unique<LambOptions>(defaults)) {
+    // The base takes the groups by const reference: param_groups is still whole below.
+    : torch::optim::Optimizer(param_groups, std::make_unique<LambOptions>(defaults)) {
+  keep_group_options(*this, param_groups);
   validate(defaults);
   for (const auto& group : param_groups_)
     validate(static_cast<const LambOptions&>(group.options()));

@@ -10,9 +10,11 @@ dir=${1:-.gpu-debs}
 shift || true
 mkdir -p "$dir"
 cd "$dir"
-# Not libgloo-dev: the PyTorch wheel installs its own gloo headers, and Debian's 2022 ones would
-# shadow them. Not libtorch-dev: the machine's PyTorch provides LibTorch.
+# libgloo-dev: the PyTorch wheel ships no gloo headers, and ProcessGroupGloo.hpp includes them
+# (scripts/setup.sh says why Debian's suffice). Not libtorch-dev: the machine's PyTorch provides
+# LibTorch. libcpp-httplib-dev and libjs-dygraphs build `batchlab serve`.
 pkgs=(
+  libgloo-dev libcpp-httplib-dev libcpp-httplib0.11 libjs-dygraphs
   libfmt-dev libfmt9 libtomlplusplus-dev libtomlplusplus3 libsqlite3-dev libsqlite3-0 sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian zlib1g-dev nlohmann-json3-dev
   libturbojpeg0-dev libturbojpeg0 libsentencepiece-dev libsentencepiece0

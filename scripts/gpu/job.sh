@@ -16,7 +16,7 @@ mkdir -p "$out"
 source scripts/gpu/unpack.sh "$debs" >"$out/unpack.log" 2>&1 || { cat "$out/unpack.log"; exit 1; }
 tail -1 "$out/unpack.log"
 
-if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DBATCHLAB_WERROR="${BATCHLAB_WERROR:-OFF}" -DBATCHLAB_BUILD_BENCH=OFF >"$out/configure.log" 2>&1
 then
   tail -40 "$out/configure.log"

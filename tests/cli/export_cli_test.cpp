@@ -5,7 +5,8 @@
 // (model.init_strict = false), bad files exit 2 naming the file and the tensor, the run id
 // follows the file's contents, and export refuses what it cannot do with exit 2.
 //
-// The peers run under Debian's /usr/bin/python3 (tests/cli/pytorch_interchange.py).
+// The peers (tests/cli/pytorch_interchange.py) run under the Python whose torch batchlab links
+// (BATCHLAB_PEER_PYTHON: .venv/bin/python), so torch.save and batchlab read and write one format.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -34,7 +35,8 @@ constexpr int kBertVocab = 300;
 constexpr int kBertPositions = 32;
 
 CommandResult run_python(const std::string& args) {
-  const std::string cmd = "/usr/bin/python3 " + shell_quote(kScript) + " " + args + " 2>&1";
+  const std::string cmd =
+      shell_quote(BATCHLAB_PEER_PYTHON) + " " + shell_quote(kScript) + " " + args + " 2>&1";
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -99,8 +101,9 @@ class ExportCli : public ::testing::Test {
   }
   void SetUp() override {
     if (python_missing_) {
-      GTEST_SKIP() << "/usr/bin/python3 cannot import torch/torchvision: run "
-                      "scripts/setup.sh --with-python (python3-torch, python3-torchvision)";
+      FAIL() << BATCHLAB_PEER_PYTHON
+             << " cannot import torch/torchvision: run "
+                "bash scripts/setup.sh (it installs the pinned wheels into .venv/)";
     }
     ASSERT_TRUE(python_problem_.empty()) << python_problem_;
   }

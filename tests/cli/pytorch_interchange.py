@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Python peers of tests/cli/export_cli_test.cpp: weights into batchlab (model.init_from) and back
 out of it (batchlab export), checked by PyTorch itself.
 
-Runs under Debian's /usr/bin/python3 with python3-torch and python3-torchvision (installed by
-scripts/setup.sh --with-python), one thread, fixed seeds.
+Runs under the project virtualenv's Python (.venv/bin/python: the torch whose LibTorch batchlab
+links, and torchvision; made by scripts/setup.sh), one thread, fixed seeds.
 
     pytorch_interchange.py save-resnet18 STATE IO
         torchvision.models.resnet18(weights=None), two train-mode forwards so the BN running

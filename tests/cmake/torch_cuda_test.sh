@@ -2,13 +2,13 @@
 # What cmake/torch_cuda.cmake decides for the LibTorch layouts a GPU machine may have, checked on
 # any machine: a probe project (torch_cuda_probe/) includes the file with a LibTorch described by
 # -D options and a fake pip site-packages (torch/ and, where the case needs it, nvidia/.../nccl.h).
-# The machine's own nccl.h (a CUDA toolkit in /usr/local/cuda, libnccl-dev) is hidden from the
-# probes with CMAKE_IGNORE_PATH, so only the fake layouts decide.
+# The machine's own nccl.h (a CUDA toolkit in /usr/local/cuda, /usr/local/include, libnccl-dev) is
+# hidden from the probes with CMAKE_IGNORE_PATH, so only the fake layouts decide.
 # Usage: torch_cuda_test.sh [CMAKE]
 set -euo pipefail
 cmake_bin=${1:-cmake}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-ignore=/usr/include
+ignore="/usr/include;/usr/local/include"
 for d in /usr/local/cuda/include "$(readlink -f /usr/local/cuda 2>/dev/null)/include"; do
   ignore+=";$d"
 done

@@ -1,7 +1,8 @@
 // A BERT encoder layer (models/bert_layer.h) against PyTorch's own torch.nn.TransformerEncoderLayer
 // (post-LN, and pre-LN with norm_first=True; exact GELU, batch_first, dropout 0, eps 1e-12) from
-// Debian's python3-torch: same weights, same input, same key padding mask, outputs within 1e-5
-// relative. tests/models/transformer_reference.py writes the fixtures into a temporary directory.
+// the virtualenv's torch (the build batchlab links): same weights, same input, same key padding
+// mask, outputs within 1e-5 relative. tests/models/transformer_reference.py writes the fixtures
+// into a temporary directory.
 //
 // PyTorch 1.13 runs its fused "fast path" (torch._transformer_encoder_layer_fwd) in eval mode
 // under no_grad, and the plain Python path in training (dropout 0 here, so both are
@@ -30,7 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kPython = BATCHLAB_PEER_PYTHON;
 constexpr double kTolerance = 1e-5;
 
 std::map<std::string, torch::Tensor> load_fixture(const fs::path& file) {
@@ -62,8 +63,8 @@ class BertLayerEquivalence : public ::testing::Test {
       const std::string probe = std::string(kPython) + " -c 'import torch' > /dev/null 2>&1";
       if (std::system(probe.c_str()) != 0) {
         error_ = std::string(kPython) +
-                 " cannot import torch: run scripts/setup.sh --with-python (installs Debian's "
-                 "python3-torch)";
+                 " cannot import torch: run bash scripts/setup.sh (it installs the pinned torch "
+                 "wheel into .venv/)";
       } else {
         std::ifstream log(dir_ / "python.log");
         error_ =

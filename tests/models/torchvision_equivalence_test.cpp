@@ -1,8 +1,9 @@
-// models/resnet.h against torchvision itself: tests/models/torchvision_reference.py (Debian's
-// /usr/bin/python3 with python3-torchvision) builds resnet18 and resnet50, and batchlab must load
-// their state_dicts by name and reproduce eval-mode logits, train-mode logits, the running
-// statistics that train-mode pass leaves, and every parameter gradient of a fixed loss. The other
-// direction too: a batchlab state_dict loads into torchvision (strict) and gives the same logits.
+// models/resnet.h against torchvision itself: tests/models/torchvision_reference.py (run by
+// BATCHLAB_PEER_PYTHON, the virtualenv's Python with torchvision) builds resnet18 and resnet50, and
+// batchlab must load their state_dicts by name and reproduce eval-mode logits, train-mode logits,
+// the running statistics that train-mode pass leaves, and every parameter gradient of a fixed loss.
+// The other direction too: a batchlab state_dict loads into torchvision (strict) and gives the same
+// logits.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -34,10 +35,10 @@ struct CommandResult {
   std::string output;
 };
 
-// Runs `/usr/bin/python3 torchvision_reference.py ARGS`, capturing stdout and stderr.
+// Runs `BATCHLAB_PEER_PYTHON torchvision_reference.py ARGS`, capturing stdout and stderr.
 CommandResult run_reference(const std::string& args, const fs::path& log) {
-  const std::string command =
-      "/usr/bin/python3 '" + kScript + "' " + args + " > '" + log.string() + "' 2>&1";
+  const std::string command = "'" + std::string(BATCHLAB_PEER_PYTHON) + "' '" + kScript + "' " +
+                              args + " > '" + log.string() + "' 2>&1";
   const int status = std::system(command.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -52,9 +53,9 @@ std::string setup_hint(const CommandResult& r) {
   std::string hint =
       "torchvision_reference.py exited with " + std::to_string(r.exit_code) + ":\n" + r.output;
   if (r.exit_code == 3) {
-    hint +=
-        "\n/usr/bin/python3 cannot import torch/torchvision: run scripts/setup.sh "
-        "--with-python (installs python3-torch and python3-torchvision)";
+    hint += "\n" + std::string(BATCHLAB_PEER_PYTHON) +
+            " cannot import torch/torchvision: run bash scripts/setup.sh (it installs the pinned "
+            "wheels into .venv/)";
   }
   return hint;
 }

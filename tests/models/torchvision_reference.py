@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """torchvision reference data for tests/models/torchvision_equivalence_test.cpp.
 
-Runs under Debian's /usr/bin/python3 with python3-torch and python3-torchvision (installed by
-scripts/setup.sh --with-python).
+Runs under the project virtualenv's Python (.venv/bin/python: the torch whose LibTorch batchlab
+links, and torchvision; made by scripts/setup.sh).
 
     torchvision_reference.py OUTDIR
         For resnet18 and resnet50 (weights=None, seed 0, one thread): two train-mode forwards on

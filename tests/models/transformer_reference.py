@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reference outputs of PyTorch's own torch.nn.TransformerEncoderLayer for
 tests/models/bert_layer_equivalence_test.cpp.
 
-Usage: /usr/bin/python3 tests/models/transformer_reference.py OUTDIR
+Usage: .venv/bin/python tests/models/transformer_reference.py OUTDIR
 
 Writes OUTDIR/encoder_layer_post_ln.pt and OUTDIR/encoder_layer_pre_ln.pt, one per norm_first
 value, each a plain dict (torch.save, zip format) of float32 tensors:
