@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 
 namespace batchlab::cli::testing {
@@ -61,6 +63,21 @@ struct TempDir {
     return p.string();
   }
 };
+
+// The run id `batchlab train` prints ("run 0123456789abcdef"), or "" when it printed none.
+inline std::string run_id_of(const std::string& output) {
+  std::smatch m;
+  if (std::regex_search(output, m, std::regex("run ([0-9a-f]{16})"))) return m[1];
+  return "";
+}
+
+// A whole file as text ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // A tiny, fast experiment on the synthetic data set (a second or two on 2 cores).
 inline const char* kTinyConfig = R"(schema_version = 1

@@ -26,7 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CommandResult;
+using testing::read_text;
 using testing::run_batchlab;
+using testing::run_id_of;
 using testing::shell_quote;
 using testing::TempDir;
 
@@ -46,19 +48,6 @@ CommandResult run_python(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
-}
-
-std::string run_id_of(const std::string& output) {
-  std::smatch m;
-  if (std::regex_search(output, m, std::regex("run ([0-9a-f]{16})"))) return m[1];
-  return "";
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // A CIFAR-10 binary distribution of 4 images per training file and 4 test images: 3x32x32

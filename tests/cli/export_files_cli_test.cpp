@@ -19,26 +19,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CommandResult;
+using testing::read_text;
 using testing::run_batchlab;
+using testing::run_id_of;
 using testing::run_shell;
 using testing::shell_quote;
 using testing::TempDir;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
-}
-
-std::string run_id_of(const std::string& output) {
-  std::smatch m;
-  if (std::regex_search(output, m, std::regex("run ([0-9a-f]{16})"))) return m[1];
-  return "";
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // Every path under `dir`, relative to it, except SQLite's -wal and -shm files (a reader may leave

@@ -10,14 +10,9 @@ namespace batchlab::cli {
 namespace {
 
 using testing::run_batchlab;
+using testing::run_id_of;
 using testing::shell_quote;
 using testing::TempDir;
-
-std::string run_id_of(const std::string& output) {
-  std::smatch m;
-  if (std::regex_search(output, m, std::regex("run ([0-9a-f]{16})"))) return m[1];
-  return "";
-}
 
 TEST(TrainCli, BadConfigReportsEveryProblemWithPositionsAndWritesNothing) {
   TempDir dir("badcfg");
