@@ -14,25 +14,26 @@
 namespace batchlab::analysis {
 namespace {
 
-using json = nlohmann::ordered_json;
+// Ordered: the card lists its keys in the order written, for a reader opening the file.
+using nlohmann::ordered_json;
 using results::ValueType;
 
 // One cell as JSON: numbers as numbers, NULL (and a non-finite real) as null.
-json cell_json(const std::optional<std::string>& cell, ValueType type) {
+ordered_json cell_json(const std::optional<std::string>& cell, ValueType type) {
   if (!cell || type == ValueType::kNull) return nullptr;
   if (type == ValueType::kInteger) return std::stoll(*cell);
   if (type == ValueType::kReal) {
     const double v = std::stod(*cell);
-    return std::isfinite(v) ? json(v) : json(nullptr);
+    return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
   }
   return *cell;
 }
 
 // Each row as an object of its columns (run_id left out: the card names the run once).
-std::vector<json> rows_json(const results::QueryResult& r) {
-  std::vector<json> out;
+std::vector<ordered_json> rows_json(const results::QueryResult& r) {
+  std::vector<ordered_json> out;
   for (size_t i = 0; i < r.rows.size(); ++i) {
-    json row = json::object();
+    ordered_json row = ordered_json::object();
     for (size_t c = 0; c < r.columns.size(); ++c) {
       if (r.columns[c] != "run_id") row[r.columns[c]] = cell_json(r.rows[i][c], r.types[i][c]);
     }
@@ -41,14 +42,14 @@ std::vector<json> rows_json(const results::QueryResult& r) {
   return out;
 }
 
-json first_row_or_null(const results::QueryResult& r) {
+ordered_json first_row_or_null(const results::QueryResult& r) {
   auto rows = rows_json(r);
-  return rows.empty() ? json(nullptr) : rows.front();
+  return rows.empty() ? ordered_json(nullptr) : rows.front();
 }
 
-json metrics_json(const std::string& db, const std::string& run_id, int64_t step) {
+ordered_json metrics_json(const std::string& db, const std::string& run_id, int64_t step) {
   const std::vector<results::QueryParam> id = {run_id};
-  json metrics;
+  ordered_json metrics;
   metrics["final_eval"] = first_row_or_null(results::query_readonly(
       db, "SELECT * FROM evals WHERE run_id = ? ORDER BY step DESC LIMIT 1", id));
   metrics["checkpoint_eval"] = first_row_or_null(results::query_readonly(
@@ -83,19 +84,21 @@ RunToExport read_run_to_export(const std::string& db_path, const std::string& ru
 
 std::string model_card_json(const std::string& db_path, const RunToExport& run,
                             const ExportedWeightsInfo& weights) {
-  json card;
+  ordered_json card;
   card["run"] = first_row_or_null(results::query_readonly(
       db_path,
       "SELECT run_id, status, model, dataset, optimizer, global_batch, seed, peak_lr, host, "
       "device, git_sha, torch_version, started_at, finished_at, error FROM runs WHERE run_id = ?",
       {run.run_id}));
   card["run"]["run_id"] = run.run_id;
-  card["run"]["sweep"] = run.sweep_name.empty() ? json(nullptr) : json(run.sweep_name);
-  json checkpoint = {
+  card["run"]["sweep"] =
+      run.sweep_name.empty() ? ordered_json(nullptr) : ordered_json(run.sweep_name);
+  ordered_json checkpoint = {
       {"which", weights.checkpoint}, {"file", weights.checkpoint_file}, {"step", weights.step}};
   if (weights.best_metric) {
     checkpoint["best_metric"] = *weights.best_metric;
-    checkpoint["best_value"] = weights.best_value ? json(*weights.best_value) : json(nullptr);
+    checkpoint["best_value"] =
+        weights.best_value ? ordered_json(*weights.best_value) : ordered_json(nullptr);
   }
   card["checkpoint"] = checkpoint;
   // What a strict load needs: the module as the weights' shapes say it is (a ResNet with the small
@@ -110,7 +113,8 @@ std::string model_card_json(const std::string& db_path, const RunToExport& run,
                      : "torch.save state_dict: torch.load(f); no PyTorch module is promised to "
                        "take it with load_state_dict(strict=True) (see module)"},
       {"module", weights.module},
-      {"python", weights.module_python.empty() ? json(nullptr) : json(weights.module_python)}};
+      {"python", weights.module_python.empty() ? ordered_json(nullptr)
+                                               : ordered_json(weights.module_python)}};
   card["metrics"] = metrics_json(db_path, run.run_id, weights.step);
   card["config_toml"] = run.config_toml;
   return card.dump(2) + "\n";

@@ -14,7 +14,7 @@ namespace batchlab::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kAppUsage =
     "usage: batchlab <command> [arguments]\n"
     "commands:\n"
     "  train CONFIG.toml [--set k=v]... [--db PATH] [--run-id ID] [--nproc N]\n"
@@ -50,7 +50,7 @@ int run_app(int argc, char** argv) {
       {"export", cmd_export}, {"bench", cmd_bench},   {"serve", cmd_serve}};
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(kAppUsage, stderr);
     return kExitBadInput;
   }
   // `batchlab help` is the overview; `batchlab help sweep run` is `batchlab sweep run --help`.
@@ -59,13 +59,13 @@ int run_app(int argc, char** argv) {
     words.push_back("--help");
   }
   if (is_help_word(words.front())) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kAppUsage, stdout);
     return kExitOk;
   }
   const std::string name = words.front();
   auto it = commands.find(name);
   if (it == commands.end()) {
-    fmt::print(stderr, "batchlab: unknown command '{}'\n{}", name, kUsage);
+    fmt::print(stderr, "batchlab: unknown command '{}'\n{}", name, kAppUsage);
     return kExitBadInput;
   }
   const std::vector<std::string> rest(words.begin() + 1, words.end());

@@ -16,7 +16,7 @@ namespace batchlab::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kBenchUsage =
     "batchlab bench --model M [--device D] [--precision fp32|bf16] [--steps N] [--warmup N] "
     "[--batch B] [--accum K] [--channels-last] [--optimizer NAME] [--seq-len L] "
     "[--image-size S] [--peak-tflops X] [--threads N] [--format table|json]\n"
@@ -148,11 +148,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
              {"peak-tflops", true, false},
              {"threads", true, false},
              {"format", true, false}},
-            kUsage);
+            kBenchUsage);
   const std::string format = args.value("format").value_or("table");
   if (format != "table" && format != "json") {
-    throw UsageError(
-        fmt::format("--format {}: not a format; use table or json\nusage: {}", format, kUsage));
+    throw UsageError(fmt::format("--format {}: not a format; use table or json\nusage: {}", format,
+                                 kBenchUsage));
   }
   const config::BenchConfig bench = bench_config(args);
   config::check_bench(bench, bench_models());

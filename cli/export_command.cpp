@@ -22,7 +22,7 @@ namespace batchlab::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kExportUsage =
     "batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR] "
     "--out FILE.pt\n"
     "\n"
@@ -73,7 +73,7 @@ int cmd_export(const std::vector<std::string>& argv) {
              {"checkpoint", true, false},
              {"checkpoint-dir", true, false},
              {"out", true, false}},
-            kUsage);
+            kExportUsage);
   const std::string db = required(args, "db", "PATH");
   const std::string run_id = required(args, "run", "ID");
   const std::string out = required(args, "out", "FILE.pt");

@@ -27,7 +27,7 @@ std::vector<std::string> split_keys(const std::string& text) {
   return keys;
 }
 
-constexpr const char* kUsage =
+constexpr const char* kReportUsage =
     "batchlab report --db PATH [--group-by k1,k2] [--where SQL] [--metric test_acc|test_loss] "
     "[--select-by val_acc|val_loss] [--runs] [--format table|csv|json|markdown]\n"
     "  a database with a scaling study (study_cells rows) gets the study report: per cell the best "
@@ -41,8 +41,9 @@ results::QueryFormat format_of(const Args& args) {
   const std::string name = args.value("format").value_or("table");
   const auto format = results::parse_query_format(name);
   if (!format) {
-    throw UsageError(fmt::format(
-        "--format {}: not a format; use table, csv, json or markdown\nusage: {}", name, kUsage));
+    throw UsageError(
+        fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}", name,
+                    kReportUsage));
   }
   return *format;
 }
@@ -55,7 +56,7 @@ analysis::ReportOptions run_report_options(const Args& args) {
       throw UsageError(
           fmt::format("--group-by '{}': give comma-separated keys, e.g. "
                       "optimizer,global_batch\nusage: {}",
-                      *g, kUsage));
+                      *g, kReportUsage));
     }
   }
   options.where = args.value("where").value_or("");
@@ -88,12 +89,12 @@ int cmd_report(const std::vector<std::string>& argv) {
              {"select-by", true, false},
              {"runs", false, false},
              {"format", true, false}},
-            kUsage);
+            kReportUsage);
   const auto db = args.value("db");
-  if (!db) throw UsageError(fmt::format("missing --db PATH\nusage: {}", kUsage));
+  if (!db) throw UsageError(fmt::format("missing --db PATH\nusage: {}", kReportUsage));
   if (!args.positionals().empty()) {
-    throw UsageError(
-        fmt::format("unexpected argument '{}'\nusage: {}", args.positionals().front(), kUsage));
+    throw UsageError(fmt::format("unexpected argument '{}'\nusage: {}", args.positionals().front(),
+                                 kReportUsage));
   }
   const auto format = format_of(args);
   const auto options = run_report_options(args);

@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
+constexpr const char* kResultsUsage =
     "batchlab results <ingest|migrate|snapshot> ...\n"
     "  ingest --db PATH [RECORDS.db|DIR]...   fold job records into the database PATH\n"
     "  migrate --db PATH                      upgrade an older database's schema in place\n"
@@ -119,12 +119,12 @@ int snapshot(const std::vector<std::string>& argv) {
 }  // namespace
 
 int cmd_results(const std::vector<std::string>& argv) {
-  const std::string& sub = subcommand(argv, kUsage);
+  const std::string& sub = subcommand(argv, kResultsUsage);
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (sub == "ingest") return ingest(rest);
   if (sub == "migrate") return migrate(rest);
   if (sub == "snapshot") return snapshot(rest);
-  throw UsageError(fmt::format("unknown results subcommand '{}'\nusage: {}", sub, kUsage));
+  throw UsageError(fmt::format("unknown results subcommand '{}'\nusage: {}", sub, kResultsUsage));
 }
 
 }  // namespace batchlab::cli

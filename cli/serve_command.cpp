@@ -37,7 +37,7 @@ constexpr const char* kServeUsage =
 
 namespace {
 
-std::atomic<bool> g_stop_requested{false};
+std::atomic<bool> g_serve_stop_requested{false};
 
 // --host as given: an address or name, or an IPv6 address in brackets as URLs write it ([::1]).
 std::string listen_host(const std::string& given) {
@@ -57,7 +57,7 @@ std::string listen_host(const std::string& given) {
   return inner;
 }
 
-extern "C" void request_stop(int) { g_stop_requested = true; }
+extern "C" void request_stop(int) { g_serve_stop_requested = true; }
 
 // SIGINT and SIGTERM set a flag (all a signal handler may safely do; blocking the signals instead
 // would not cover threads that libraries such as OpenBLAS start before main); a watcher thread
@@ -69,10 +69,10 @@ std::thread stop_on_signal(serve::DashboardServer& server, const std::atomic<boo
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   return std::thread([&server, &done] {
-    while (!g_stop_requested && !done) {
+    while (!g_serve_stop_requested && !done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (g_stop_requested) server.stop();
+    if (g_serve_stop_requested) server.stop();
   });
 }
 

@@ -39,7 +39,7 @@ namespace batchlab::cli {
 
 namespace {
 
-std::atomic<bool> g_stop_requested{false};
+std::atomic<bool> g_train_stop_requested{false};
 
 // Ranks connect after loading their data, which can take a while and differently long per rank:
 // the rendezvous waits at least this long for all of them, whatever train.dist_timeout says.
@@ -48,7 +48,7 @@ constexpr std::chrono::milliseconds kRendezvousAllowance = std::chrono::minutes(
 // SIGTERM/SIGUSR1/SIGUSR2 (cluster preemption) and the first Ctrl-C end the run at the next step
 // boundary as `preempted`; a second Ctrl-C kills the process.
 extern "C" void on_stop_signal(int sig) {
-  g_stop_requested.store(true);
+  g_train_stop_requested.store(true);
   if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);
 }
 
@@ -110,7 +110,7 @@ int launch(const Args& args, const std::vector<std::string>& argv, long long npr
   return launch_local_ranks(launch);
 }
 
-constexpr const char* kUsage =
+constexpr const char* kTrainUsage =
     "batchlab train CONFIG.toml [--set key=value]... [--db PATH] [--run-id ID] "
     "[--checkpoint-dir DIR] [--nproc N] [--stop-file PATH]\n"
     "\n"
@@ -204,7 +204,7 @@ train::TrainerOptions trainer_options(const Args& args, const Job& job, const di
                                       c10::Device device) {
   train::TrainerOptions options;
   options.device = device;
-  options.stop_requested = &g_stop_requested;
+  options.stop_requested = &g_train_stop_requested;
   options.run_id = job.run_id;
   options.stop_file = args.value("stop-file").value_or("");
   if (rv.distributed()) options.data_parallel = join_ranks(job, rv, device);
@@ -259,7 +259,7 @@ int cmd_train(const std::vector<std::string>& argv) {
              {"checkpoint-dir", true, false},
              {"nproc", true, false},
              {"stop-file", true, false}},
-            kUsage);
+            kTrainUsage);
   if (auto nproc = args.integer("nproc")) return launch(args, argv, *nproc);
 
   const auto rv = dist::rendezvous_from_process_env();

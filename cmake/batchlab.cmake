@@ -28,6 +28,16 @@ set(BATCHLAB_FMT_SHIM ${PROJECT_BINARY_DIR}/fmt-include)
 file(MAKE_DIRECTORY ${BATCHLAB_FMT_SHIM})
 file(CREATE_LINK ${_fmt_root}/fmt ${BATCHLAB_FMT_SHIM}/fmt SYMBOLIC)
 
+# Unity builds: each target's sources are compiled BATCHLAB_UNITY_BATCH_SIZE at a time, as one
+# translation unit each. A file of a LibTorch target spends ~5.6 s loading the 720 MB precompiled
+# LibTorch header and most of the rest instantiating the same torch and GoogleTest templates, so one
+# batch of 8 costs little more than one file (docs/performance.md, "Cold build"). Names with
+# internal linkage must then be unique within a target: a clash is a compile error, never a silent
+# change. A file with its own compile definitions is compiled alone (CMake leaves it out).
+# -DBATCHLAB_UNITY_BUILD=OFF compiles every file alone (quicker rebuilds of one edited file).
+option(BATCHLAB_UNITY_BUILD "Compile each target's sources in batches (CMake unity builds)" ON)
+set(BATCHLAB_UNITY_BATCH_SIZE 8 CACHE STRING "Sources per unity batch")
+
 # Applies the project's warning flags, include root and (for targets using LibTorch) the shared
 # precompiled LibTorch header. The first torch target builds the PCH; the rest reuse it, so the
 # 15-20 s cost of parsing torch/torch.h is paid once per build.
@@ -36,6 +46,10 @@ function(batchlab_configure_target target)
   target_compile_options(${target} PRIVATE ${BATCHLAB_WARNINGS})
   target_include_directories(${target} SYSTEM BEFORE PRIVATE ${BATCHLAB_FMT_SHIM})
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  if(BATCHLAB_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+                                               UNITY_BUILD_BATCH_SIZE ${BATCHLAB_UNITY_BATCH_SIZE})
+  endif()
   if(ARG_TORCH)
     target_link_libraries(${target} PUBLIC fmt::fmt torch)
     if(BATCHLAB_PCH)
@@ -107,14 +121,10 @@ function(batchlab_add_test_suite name dir)
     else()
       batchlab_configure_target(${exe})
     endif()
-    target_link_libraries(${exe} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
-    target_compile_definitions(${exe} PRIVATE
-      BATCHLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-      BATCHLAB_GOLDEN_DIR="${BATCHLAB_GOLDEN_DIR}"
-      # The Python whose torch is the LibTorch linked here (cmake/find_torch.cmake): the peers
-      # (torchvision, torch.nn, torch.save) run under it, so both sides are one build.
-      BATCHLAB_PEER_PYTHON="${BATCHLAB_PYTHON}"
-      BATCHLAB_BINARY="$<TARGET_FILE:batchlab>")
+    # Paths (checkout, golden data, binary, peer Python) come from batchlab_test_paths
+    # (tests/test_paths.h), never from -D values: see there.
+    target_link_libraries(${exe} PRIVATE ${ARG_LIBS} batchlab_test_paths GTest::gtest GTest::gtest_main
+                                         GTest::gmock)
     if(ARG_NEEDS_BINARY)
       add_dependencies(${exe} batchlab)
     endif()

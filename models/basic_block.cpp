@@ -4,15 +4,11 @@
 #include <torch/nn/init.h>
 
 namespace batchlab::models {
-namespace {
 
-// 3x3 convolution with padding 1 and no bias: the BN that follows has its own shift.
 torch::nn::Conv2d conv3x3(int64_t in, int64_t out, int64_t stride) {
   return torch::nn::Conv2d(
       torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
 }
-
-}  // namespace
 
 BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t out_channels, int64_t stride,
                                int64_t bn_group) {

@@ -9,6 +9,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "models/ghost_batch_norm.h"
@@ -40,6 +41,13 @@ class BasicBlockImpl : public torch::nn::Module {
   torch::nn::Sequential downsample{nullptr};  // null when the shortcut is the identity
 };
 TORCH_MODULE(BasicBlock);
+
+// 3x3 convolution with padding 1 and no bias (the BN that follows has its own shift): the 3x3
+// layers of every ResNet here.
+torch::nn::Conv2d conv3x3(int64_t in, int64_t out, int64_t stride);
+
+// The first block of every stage but the first halves the resolution.
+inline int64_t stage_stride(size_t stage, int64_t block) { return stage > 0 && block == 0 ? 2 : 1; }
 
 // Output size of a 3x3 convolution with padding 1 (and of the 1x1 shortcut with padding 0) at
 // `stride`.

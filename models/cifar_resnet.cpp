@@ -15,11 +15,6 @@ namespace {
 
 constexpr std::array<int64_t, 3> kStageChannels = {16, 32, 64};
 
-torch::nn::Conv2d conv3x3(int64_t in, int64_t out, int64_t stride) {
-  return torch::nn::Conv2d(
-      torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
-}
-
 // Blocks per stage, n = (depth - 2) / 6.
 int64_t blocks_per_stage(const CifarResNetOptions& o) {
   if (o.depth < 8 || (o.depth - 2) % 6 != 0) {
@@ -33,8 +28,6 @@ int64_t blocks_per_stage(const CifarResNetOptions& o) {
   }
   return (o.depth - 2) / 6;
 }
-
-int64_t stage_stride(size_t stage, int64_t block) { return stage > 0 && block == 0 ? 2 : 1; }
 
 }  // namespace
 

@@ -55,9 +55,6 @@ int64_t expansion(const Layout& layout) {
   return layout.bottleneck ? BottleneckImpl::kExpansion : 1;
 }
 
-// The first block of every stage but the first halves the resolution.
-int64_t stage_stride(size_t stage, int64_t block) { return stage > 0 && block == 0 ? 2 : 1; }
-
 }  // namespace
 
 ResNetStem resolve_stem(const std::string& name, int64_t height, int64_t width) {

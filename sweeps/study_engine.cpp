@@ -17,7 +17,9 @@ std::optional<double> study_metric(const results::EvalRow& row, const std::strin
   return value;
 }
 
-namespace {
+// The engine's bookkeeping, in a named namespace rather than an anonymous one: StudyEngine::State,
+// which has external linkage, holds these types (GCC's -Wsubobject-linkage).
+namespace engine_state {
 
 enum class Phase { pending, running, ended, failed };
 
@@ -37,6 +39,14 @@ struct CellState {
   results::StudyCellRow row;
   std::vector<size_t> trials;
 };
+
+}  // namespace engine_state
+
+using engine_state::CellState;
+using engine_state::Phase;
+using engine_state::Trial;
+
+namespace {
 
 Curve curve_of(const std::vector<results::EvalRow>& evals, const std::string& metric) {
   Curve curve;

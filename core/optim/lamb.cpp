@@ -150,7 +150,7 @@ void aten_step(const torch::Tensor& p, LambParamState& st, const LambOptions& o,
 }
 
 // One parameter of the fused CPU path, with everything the parallel loops need as plain values.
-struct FusedItem {
+struct LambFusedItem {
   torch::Tensor param;
   LambParamState* state = nullptr;
   const LambOptions* options = nullptr;
@@ -166,7 +166,7 @@ struct FusedItem {
 };
 
 template <class T>
-void first_chunk(const FusedItem& it, const detail::Chunk& ch, double* partial) {
+void first_chunk(const LambFusedItem& it, const detail::Chunk& ch, double* partial) {
   const int64_t b = ch.begin;
   const int64_t n = ch.end - ch.begin;
   T* m = static_cast<T*>(it.m) + b;
@@ -180,7 +180,7 @@ void first_chunk(const FusedItem& it, const detail::Chunk& ch, double* partial) 
 }
 
 template <class T>
-void second_chunk(const FusedItem& it, const detail::Chunk& ch) {
+void second_chunk(const LambFusedItem& it, const detail::Chunk& ch) {
   const int64_t b = ch.begin;
   kernels::lamb_apply(static_cast<T*>(it.w) + b, static_cast<const T*>(it.m) + b,
                       static_cast<const T*>(it.v) + b, ch.end - ch.begin, it.scalars, it.step_size);
@@ -190,9 +190,9 @@ void second_chunk(const FusedItem& it, const detail::Chunk& ch) {
 // updated completely, needing no norms); then the ratios; pass 2: w -= lr * ratio * r of the
 // adapted ones. Both passes run wave by wave (multi_tensor.h), so pass 2 reads m, v and w from
 // cache.
-void fused_step(std::vector<FusedItem>& items) {
+void fused_step(std::vector<LambFusedItem>& items) {
   detail::TwoPassWork work;
-  for (const FusedItem& it : items) {
+  for (const LambFusedItem& it : items) {
     const int64_t elem = it.is_float ? 4 : 8;
     work.numels.push_back(it.numel);
     work.bytes.push_back(it.numel * elem * 4);
@@ -200,22 +200,22 @@ void fused_step(std::vector<FusedItem>& items) {
     work.in_second.push_back(it.adapted);
   }
   work.first = [&](const detail::Chunk& ch, double* partial) {
-    const FusedItem& it = items[ch.item];
+    const LambFusedItem& it = items[ch.item];
     it.is_float ? first_chunk<float>(it, ch, partial) : first_chunk<double>(it, ch, partial);
   };
   work.between = [&](int64_t i, const double sums[2]) {
-    FusedItem& it = items[i];
+    LambFusedItem& it = items[i];
     if (!it.adapted) return;
     const double ratio = trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
     *it.state->trust_ratio().data_ptr<double>() = ratio;
     it.step_size = it.options->lr() * ratio;
   };
   work.second = [&](const detail::Chunk& ch) {
-    const FusedItem& it = items[ch.item];
+    const LambFusedItem& it = items[ch.item];
     it.is_float ? second_chunk<float>(it, ch) : second_chunk<double>(it, ch);
   };
   detail::run_two_pass(work);
-  for (const FusedItem& it : items) {
+  for (const LambFusedItem& it : items) {
     detail::bump_version(it.param);
     detail::bump_version(it.state->exp_avg());
     detail::bump_version(it.state->exp_avg_sq());
@@ -283,7 +283,7 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
   const bool host_clip = clip.host.has_value() || !clip.tensor.defined();
   const double grad_scale = clip.host ? 1.0 / *clip.host : 1.0;
 
-  std::vector<FusedItem> fused;
+  std::vector<LambFusedItem> fused;
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const LambOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
@@ -308,7 +308,7 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
         aten_step(p, st, o, clip);
         continue;
       }
-      FusedItem it;
+      LambFusedItem it;
       it.param = p;
       it.state = &st;
       it.options = &o;

@@ -139,7 +139,7 @@ void aten_step(const torch::Tensor& p, LarsParamState& st, const LarsOptions& o)
 }
 
 // One parameter of the fused CPU path, with everything the parallel loops need as plain values.
-struct FusedItem {
+struct LarsFusedItem {
   torch::Tensor param;
   torch::Tensor buffer;
   const LarsOptions* options = nullptr;
@@ -154,23 +154,23 @@ struct FusedItem {
 };
 
 template <class T>
-void update_chunk(const FusedItem& it, const detail::Chunk& ch) {
+void update_chunk(const LarsFusedItem& it, const detail::Chunk& ch) {
   T* buf = it.buf ? static_cast<T*>(it.buf) + ch.begin : nullptr;
   kernels::lars_update(static_cast<T*>(it.w) + ch.begin, static_cast<const T*>(it.g) + ch.begin,
                        buf, ch.end - ch.begin, it.scalars);
 }
 
 template <class T>
-void norms_chunk(const FusedItem& it, const detail::Chunk& ch, double* partial) {
+void norms_chunk(const LarsFusedItem& it, const detail::Chunk& ch, double* partial) {
   kernels::sum_squares2(static_cast<const T*>(it.w) + ch.begin,
                         static_cast<const T*>(it.g) + ch.begin, ch.end - ch.begin, partial);
 }
 
 // Pass 1: ||w||^2 and ||g||^2 of the adapted tensors; then their ratios; pass 2: the update of w
 // and buf. Both passes run wave by wave (multi_tensor.h), so pass 2 reads w and g from cache.
-void fused_step(std::vector<FusedItem>& items) {
+void fused_step(std::vector<LarsFusedItem>& items) {
   detail::TwoPassWork work;
-  for (const FusedItem& it : items) {
+  for (const LarsFusedItem& it : items) {
     const int64_t elem = it.is_float ? 4 : 8;
     work.numels.push_back(it.numel);
     work.bytes.push_back(it.numel * elem * (it.buf ? 3 : 2));
@@ -178,24 +178,24 @@ void fused_step(std::vector<FusedItem>& items) {
     work.in_second.push_back(true);
   }
   work.first = [&](const detail::Chunk& ch, double* partial) {
-    const FusedItem& it = items[ch.item];
+    const LarsFusedItem& it = items[ch.item];
     it.is_float ? norms_chunk<float>(it, ch, partial) : norms_chunk<double>(it, ch, partial);
   };
   work.between = [&](int64_t i, const double sums[2]) {
-    FusedItem& it = items[i];
+    LarsFusedItem& it = items[i];
     const double ratio = trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
     *it.state->trust_ratio().data_ptr<double>() = ratio;
     it.scalars = scalars(*it.options, ratio);
   };
   work.second = [&](const detail::Chunk& ch) {
-    const FusedItem& it = items[ch.item];
+    const LarsFusedItem& it = items[ch.item];
     it.is_float ? update_chunk<float>(it, ch) : update_chunk<double>(it, ch);
   };
-  for (FusedItem& it : items) {
+  for (LarsFusedItem& it : items) {
     if (!it.adapted) it.scalars = scalars(*it.options, 1.0);
   }
   detail::run_two_pass(work);
-  for (const FusedItem& it : items) {
+  for (const LarsFusedItem& it : items) {
     detail::bump_version(it.param);
     detail::bump_version(it.buffer);
   }
@@ -234,7 +234,7 @@ torch::Tensor Lars::step(LossClosure closure) {
     loss = closure();
   }
   at::NoGradGuard no_grad;
-  std::vector<FusedItem> fused;
+  std::vector<LarsFusedItem> fused;
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const LarsOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
@@ -259,7 +259,7 @@ torch::Tensor Lars::step(LossClosure closure) {
         aten_step(p, st, o);
         continue;
       }
-      FusedItem it;
+      LarsFusedItem it;
       it.param = p;
       it.buffer = o.momentum() != 0.0 ? buf : torch::Tensor();
       it.options = &o;

@@ -13,6 +13,11 @@
 
 namespace batchlab::train {
 
+// Wall seconds on the steady clock since `t`.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 class StepTimer {
  public:
   explicit StepTimer(c10::Device device);

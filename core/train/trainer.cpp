@@ -15,11 +15,6 @@ namespace batchlab::train {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 }  // namespace
 
 TrainerConfig::TrainerConfig(const config::ExperimentConfig& c)

@@ -13,12 +13,6 @@
 
 namespace batchlab::train {
 
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-}  // namespace
-
 // The validation split first: it decides whether this evaluation ends the run (a target on it),
 // and so whether the training sample and the test split are measured under full_eval = "final".
 bool Trainer::evaluate_and_report(int64_t updates_done, bool last) {

@@ -14,7 +14,7 @@ namespace batchlab::data {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kMagic[8] = {'B', 'L', 'P', 'A', 'C', 'K', '0', '1'};
+constexpr char kPackMagic[8] = {'B', 'L', 'P', 'A', 'C', 'K', '0', '1'};
 
 class ByteWriter {
  public:
@@ -52,11 +52,11 @@ class ByteReader {
     return s;
   }
   void expect_magic() {
-    need(sizeof(kMagic));
-    if (std::memcmp(bytes_.data(), kMagic, sizeof(kMagic)) != 0) {
+    need(sizeof(kPackMagic));
+    if (std::memcmp(bytes_.data(), kPackMagic, sizeof(kPackMagic)) != 0) {
       throw DataError(fmt::format("{}: not a batchlab pack index (bad magic)", path_));
     }
-    pos_ += sizeof(kMagic);
+    pos_ += sizeof(kPackMagic);
   }
   size_t position() const { return pos_; }
 
@@ -149,7 +149,7 @@ bool is_packed_dataset(const std::string& dir) {
 
 void write_pack_index(const std::string& dir, const PackIndex& index) {
   ByteWriter w;
-  w.raw(kMagic, sizeof(kMagic));
+  w.raw(kPackMagic, sizeof(kPackMagic));
   w.u32(static_cast<uint32_t>(index.format));
   w.u32(index.size);
   w.u32(index.quality);
@@ -181,7 +181,7 @@ PackIndex read_pack_index(const std::string& dir) {
   const std::string path = (fs::path(dir) / kPackIndexFile).string();
   std::vector<uint8_t> bytes;
   read_file_bytes(path, bytes);
-  if (bytes.size() < sizeof(kMagic) + 4) {
+  if (bytes.size() < sizeof(kPackMagic) + 4) {
     throw DataError(fmt::format("{}: truncated pack index ({} bytes)", path, bytes.size()));
   }
   const size_t body = bytes.size() - 4;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "experiments/data/packed_format.h"  // crc32_of: one CRC-32 for every shard format
 
 namespace batchlab::data {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "token shards are little-endian and read by direct mapping");
 
-constexpr char kMagic[8] = {'B', 'L', 'T', 'O', 'K', 'S', 'H', 'D'};
+constexpr char kShardMagic[8] = {'B', 'L', 'T', 'O', 'K', 'S', 'H', 'D'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kHeaderBytes = 64;
 constexpr const char* kIndexMagic = "batchlab-token-shards";
@@ -36,10 +37,6 @@ struct Header {
   uint8_t reserved[32];
 };
 static_assert(sizeof(Header) == kHeaderBytes);
-
-uint32_t crc32_of(const void* data, size_t n) {
-  return static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), static_cast<const Bytef*>(data), n));
-}
 
 int64_t shard_file_bytes(int64_t documents, int64_t tokens, int token_bytes) {
   return static_cast<int64_t>(kHeaderBytes) + 8 * (documents + 1) + token_bytes * tokens;
@@ -110,7 +107,7 @@ void TokenShardWriter::flush_shard() {
   info.bytes = shard_file_bytes(info.documents, info.tokens, token_bytes_);
 
   Header h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  std::memcpy(h.magic, kShardMagic, sizeof(kShardMagic));
   h.version = kFormatVersion;
   h.token_bytes = static_cast<uint32_t>(token_bytes_);
   h.documents = static_cast<uint64_t>(documents);
@@ -281,7 +278,7 @@ TokenShards::Mapping TokenShards::map_shard(const std::string& path,
   const auto* bytes = static_cast<const uint8_t*>(address);
   Header h{};
   std::memcpy(&h, bytes, sizeof(h));
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kFormatVersion ||
+  if (std::memcmp(h.magic, kShardMagic, sizeof(kShardMagic)) != 0 || h.version != kFormatVersion ||
       static_cast<int>(h.token_bytes) != token_bytes_ ||
       static_cast<int64_t>(h.documents) != info.documents ||
       static_cast<int64_t>(h.tokens) != info.tokens) {

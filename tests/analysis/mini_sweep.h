@@ -18,6 +18,7 @@
 #include <string>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::analysis::testing {
 
@@ -45,7 +46,7 @@ inline constexpr int kMiniJobs = 16;
 inline std::string mini_sweep_db() {
   namespace fs = std::filesystem;
   struct stat st {};
-  ::stat(BATCHLAB_BINARY, &st);
+  ::stat(test_paths::binary(), &st);
   const fs::path dir =
       fs::temp_directory_path() / ("batchlab-analysis-" + std::to_string(st.st_mtime) + "-" +
                                    std::to_string(st.st_size) + "-" + std::to_string(::getuid()));

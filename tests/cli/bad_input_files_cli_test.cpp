@@ -15,13 +15,10 @@ namespace batchlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::contains;
 using testing::run_batchlab;
 using testing::shell_quote;
 using testing::TempDir;
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 size_t entries_in(const fs::path& folder) {
   size_t n = 0;

@@ -11,6 +11,9 @@
 #include <sstream>
 #include <string>
 
+#include "tests/temp_dir.h"
+#include "tests/test_paths.h"
+
 namespace batchlab::cli::testing {
 
 struct CommandResult {
@@ -40,29 +43,11 @@ inline CommandResult run_shell(const std::string& cmd) {
 // `args` are already shell-quoted where needed. With `merge_stderr` false, stderr is discarded and
 // `output` is stdout alone.
 inline CommandResult run_batchlab(const std::string& args, bool merge_stderr = true) {
-  return run_shell(std::string(BATCHLAB_BINARY) + " " + args +
+  return run_shell(std::string(test_paths::binary()) + " " + args +
                    (merge_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
-// A fresh directory under the system temp dir, removed with the object.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& tag) {
-    path =
-        std::filesystem::temp_directory_path() /
-        ("batchlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name, const std::string& content = "") const {
-    auto p = path / name;
-    if (!content.empty()) std::ofstream(p) << content;
-    return p.string();
-  }
-};
+using TempDir = test_support::TempDir;
 
 // The run id `batchlab train` prints ("run 0123456789abcdef"), or "" when it printed none.
 inline std::string run_id_of(const std::string& output) {
@@ -77,6 +62,30 @@ inline std::string read_text(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// `batchlab query --format csv` on `db`: the header line, then a line per row.
+inline std::string query_csv(const std::string& db, const std::string& sql) {
+  return run_batchlab("query --format csv --db " + shell_quote(db) + " " + shell_quote(sql)).output;
+}
+
+// A CIFAR-10 binary distribution of 4 images per training file and 4 test images: 3x32x32
+// inputs, so torchvision's resnet18 fits unchanged.
+inline void write_fake_cifar10(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, int first) {
+    std::ofstream out(dir / name, std::ios::binary);
+    for (int r = 0; r < 4; ++r) {
+      out.put(static_cast<char>((first + r) % 10));
+      for (int i = 0; i < 3072; ++i) out.put(static_cast<char>((first * 31 + r * 7 + i) % 251));
+    }
+  };
+  for (int i = 1; i <= 5; ++i) write("data_batch_" + std::to_string(i) + ".bin", 4 * (i - 1));
+  write("test_batch.bin", 50);
 }
 
 // A tiny, fast experiment on the synthetic data set (a second or two on 2 cores).

@@ -6,7 +6,8 @@
 // follows the file's contents, and export refuses what it cannot do with exit 2.
 //
 // The peers (tests/cli/pytorch_interchange.py) run under the Python whose torch batchlab links
-// (BATCHLAB_PEER_PYTHON: .venv/bin/python), so torch.save and batchlab read and write one format.
+// (test_paths::peer_python(): .venv/bin/python), so torch.save and batchlab read and write one
+// format.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "models/state_dict.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/experiments/data/text_test_util.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::cli {
 namespace {
@@ -31,14 +33,16 @@ using testing::run_batchlab;
 using testing::run_id_of;
 using testing::shell_quote;
 using testing::TempDir;
+using testing::write_fake_cifar10;
 
-const std::string kScript = std::string(BATCHLAB_SOURCE_DIR) + "/tests/cli/pytorch_interchange.py";
+const std::string kScript =
+    std::string(test_paths::source_dir()) + "/tests/cli/pytorch_interchange.py";
 constexpr int kBertVocab = 300;
 constexpr int kBertPositions = 32;
 
 CommandResult run_python(const std::string& args) {
   const std::string cmd =
-      shell_quote(BATCHLAB_PEER_PYTHON) + " " + shell_quote(kScript) + " " + args + " 2>&1";
+      shell_quote(test_paths::peer_python()) + " " + shell_quote(kScript) + " " + args + " 2>&1";
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -48,21 +52,6 @@ CommandResult run_python(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
-}
-
-// A CIFAR-10 binary distribution of 4 images per training file and 4 test images: 3x32x32
-// inputs, so torchvision's resnet18 fits unchanged.
-void write_fake_cifar10(const fs::path& dir) {
-  fs::create_directories(dir);
-  auto write = [&](const std::string& name, int first) {
-    std::ofstream out(dir / name, std::ios::binary);
-    for (int r = 0; r < 4; ++r) {
-      out.put(static_cast<char>((first + r) % 10));
-      for (int i = 0; i < 3072; ++i) out.put(static_cast<char>((first * 31 + r * 7 + i) % 251));
-    }
-  };
-  for (int i = 1; i <= 5; ++i) write("data_batch_" + std::to_string(i) + ".bin", 4 * (i - 1));
-  write("test_batch.bin", 50);
 }
 
 class ExportCli : public ::testing::Test {
@@ -90,7 +79,7 @@ class ExportCli : public ::testing::Test {
   }
   void SetUp() override {
     if (python_missing_) {
-      FAIL() << BATCHLAB_PEER_PYTHON
+      FAIL() << test_paths::peer_python()
              << " cannot import torch/torchvision: run "
                 "bash scripts/setup.sh (it installs the pinned wheels into .venv/)";
     }

@@ -13,22 +13,21 @@
 #include <string>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::CommandResult;
+using testing::contains;
 using testing::read_text;
 using testing::run_batchlab;
 using testing::run_id_of;
 using testing::run_shell;
 using testing::shell_quote;
 using testing::TempDir;
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::write_fake_cifar10;
 
 // Every path under `dir`, relative to it, except SQLite's -wal and -shm files (a reader may leave
 // them beside the database).
@@ -112,8 +111,9 @@ TEST_F(ExportFiles, AFullDiskLeavesNeitherTheWeightsNorATemporaryFile) {
   // written, the database's 32 KiB shared-memory file and the card can. SIGXFSZ is ignored (an
   // ignored signal stays ignored across exec), so the write fails with EFBIG instead of killing
   // the process, as writing to a full disk fails with ENOSPC.
-  const std::string command = "trap '' XFSZ; ulimit -f 256; exec " + shell_quote(BATCHLAB_BINARY) +
-                              " " + export_args(path("full.pt"));
+  const std::string command = "trap '' XFSZ; ulimit -f 256; exec " +
+                              shell_quote(test_paths::binary()) + " " +
+                              export_args(path("full.pt"));
   const CommandResult r = run_shell("bash -c " + shell_quote(command) + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, path("full.pt") + ": cannot write the file")) << r.output;
@@ -128,20 +128,6 @@ TEST_F(ExportFiles, AFullDiskLeavesNeitherTheWeightsNorATemporaryFile) {
   expected.insert("full.pt");
   expected.insert("full.json");
   EXPECT_EQ(listing(dir_->path), expected) << describe(listing(dir_->path));
-}
-
-// A CIFAR-10 binary distribution of 4 images per training file and 4 test images (3x32x32).
-void write_fake_cifar10(const fs::path& dir) {
-  fs::create_directories(dir);
-  auto write = [&](const std::string& name, int first) {
-    std::ofstream out(dir / name, std::ios::binary);
-    for (int r = 0; r < 4; ++r) {
-      out.put(static_cast<char>((first + r) % 10));
-      for (int i = 0; i < 3072; ++i) out.put(static_cast<char>((first * 31 + r * 7 + i) % 251));
-    }
-  };
-  for (int i = 1; i <= 5; ++i) write("data_batch_" + std::to_string(i) + ".bin", 4 * (i - 1));
-  write("test_batch.bin", 50);
 }
 
 TEST(ExportCard, ASmallStemResNetNamesTheModuleThatTakesItsWeights) {

@@ -13,13 +13,10 @@
 namespace batchlab::cli {
 namespace {
 
+using testing::query_csv;
 using testing::run_batchlab;
 using testing::shell_quote;
 using testing::TempDir;
-
-std::string query(const std::string& db, const std::string& sql) {
-  return run_batchlab("query --format csv --db " + shell_quote(db) + " " + shell_quote(sql)).output;
-}
 
 std::vector<double> column(const std::string& csv) {
   std::vector<double> out;
@@ -64,17 +61,17 @@ TEST(NprocCli, TwoRanksTrainLikeOneProcessAndRank0RecordsWorldSizeTwo) {
   ASSERT_EQ(one.exit_code, 0) << one.output;
 
   EXPECT_EQ(
-      query(db2, "SELECT world_size, micro_batch, accum_steps, global_batch, status FROM runs"),
+      query_csv(db2, "SELECT world_size, micro_batch, accum_steps, global_batch, status FROM runs"),
       "world_size,micro_batch,accum_steps,global_batch,status\n2,32,1,64,done\n");
-  EXPECT_EQ(query(db1, "SELECT world_size, micro_batch, accum_steps FROM runs"),
+  EXPECT_EQ(query_csv(db1, "SELECT world_size, micro_batch, accum_steps FROM runs"),
             "world_size,micro_batch,accum_steps\n1,32,2\n");
   // One row per step (rank 0 alone writes), and the losses of the same computation.
-  const auto l2 = column(query(db2, "SELECT train_loss FROM steps ORDER BY step"));
-  const auto l1 = column(query(db1, "SELECT train_loss FROM steps ORDER BY step"));
+  const auto l2 = column(query_csv(db2, "SELECT train_loss FROM steps ORDER BY step"));
+  const auto l1 = column(query_csv(db1, "SELECT train_loss FROM steps ORDER BY step"));
   ASSERT_EQ(l2.size(), 16u);
   ASSERT_EQ(l1.size(), 16u);
   for (size_t s = 0; s < l1.size(); ++s) EXPECT_NEAR(l2[s], l1[s], 1e-4 * l1[s]) << "step " << s;
-  EXPECT_EQ(column(query(db2, "SELECT count(*) FROM evals")), std::vector<double>{2});
+  EXPECT_EQ(column(query_csv(db2, "SELECT count(*) FROM evals")), std::vector<double>{2});
 }
 
 TEST(NprocCli, BadInputIsRefusedBeforeAnyRankStarts) {
@@ -112,7 +109,7 @@ TEST(NprocCli, AKilledRankEndsTheJobWithAClearErrorNotAHang) {
   EXPECT_NE(out.find("rank 0 exited with status 1"), std::string::npos) << out;
   // A dead peer closes its sockets: the survivor does not even wait for the timeout.
   EXPECT_LT(t.seconds, 40.0) << out;
-  const auto status = query(db, "SELECT status, error FROM runs");
+  const auto status = query_csv(db, "SELECT status, error FROM runs");
   EXPECT_NE(status.find("failed"), std::string::npos) << status;
   EXPECT_NE(status.find("rank 0 of 2"), std::string::npos) << status;
 }

@@ -7,23 +7,21 @@
 #include <sstream>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::cli {
 namespace {
 
+using testing::query_csv;
 using testing::run_batchlab;
 using testing::shell_quote;
 using testing::TempDir;
-
-std::string query(const std::string& db, const std::string& sql) {
-  return run_batchlab("query --format csv --db " + shell_quote(db) + " " + shell_quote(sql)).output;
-}
 
 TEST(NprocFashionMnist, TwoRanksReachTheSpineBarAndRecordWorldSizeTwo) {
   TempDir dir("nprocfm");
   const auto db = (dir.path / "fm.db").string();
   const std::string cfg =
-      std::string(BATCHLAB_SOURCE_DIR) + "/experiments/configs/fashion_mnist.toml";
+      std::string(test_paths::source_dir()) + "/experiments/configs/fashion_mnist.toml";
   const auto t0 = std::chrono::steady_clock::now();
   auto r = run_batchlab("train " + shell_quote(cfg) + " --nproc 2 --db " + shell_quote(db));
   const double seconds =
@@ -31,10 +29,10 @@ TEST(NprocFashionMnist, TwoRanksReachTheSpineBarAndRecordWorldSizeTwo) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   EXPECT_EQ(
-      query(db, "SELECT world_size, global_batch, micro_batch, accum_steps, status FROM runs"),
+      query_csv(db, "SELECT world_size, global_batch, micro_batch, accum_steps, status FROM runs"),
       "world_size,global_batch,micro_batch,accum_steps,status\n2,128,64,1,done\n");
   std::istringstream last(
-      query(db, "SELECT test_acc, wall_s FROM evals ORDER BY step DESC LIMIT 1"));
+      query_csv(db, "SELECT test_acc, wall_s FROM evals ORDER BY step DESC LIMIT 1"));
   std::string header, row;
   std::getline(last, header);
   std::getline(last, row);
@@ -43,7 +41,7 @@ TEST(NprocFashionMnist, TwoRanksReachTheSpineBarAndRecordWorldSizeTwo) {
   std::cout << "fashion_mnist --nproc 2: final test_acc " << test_acc << ", training clock "
             << train_s << " s, whole command " << seconds << " s\n";
   EXPECT_GE(test_acc, 0.88) << r.output;
-  EXPECT_NE(query(db, "SELECT metric FROM milestones").find("test_acc"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT metric FROM milestones").find("test_acc"), std::string::npos);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ namespace batchlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::query_csv;
 using testing::run_batchlab;
 using testing::shell_quote;
 using testing::TempDir;
@@ -33,11 +34,6 @@ testing::CommandResult run_with_fault(const std::string& args, const std::string
   auto r = run_batchlab(args);
   unsetenv("BATCHLAB_TEST_FAULT");
   return r;
-}
-
-std::string query(const std::string& db, const std::string& sql) {
-  auto r = run_batchlab("query --format csv --db " + shell_quote(db) + " " + shell_quote(sql));
-  return r.output;
 }
 
 // The model weights stored in the newest checkpoint of a run directory.
@@ -75,23 +71,23 @@ TEST(ResumeCli, SigkillBetweenCheckpointsThenResumeMatchesAnUninterruptedRun) {
 
   auto killed = run_with_fault(train_cmd(cfg, db), "kill@25");  // checkpoints at 10 and 20
   EXPECT_NE(killed.exit_code, 0) << killed.output;
-  EXPECT_NE(query(db, "SELECT status FROM runs").find("running"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT status FROM runs").find("running"), std::string::npos);
 
   auto resumed = run_batchlab(train_cmd(cfg, db));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from step 20"), std::string::npos) << resumed.output;
 
   // Step rows 0..47 exactly once, evaluations once per epoch, status done.
-  EXPECT_NE(query(db, "SELECT count(*), count(DISTINCT step), min(step), max(step) FROM steps")
+  EXPECT_NE(query_csv(db, "SELECT count(*), count(DISTINCT step), min(step), max(step) FROM steps")
                 .find("48,48,0,47"),
             std::string::npos);
-  EXPECT_NE(query(db, "SELECT count(*), max(step) FROM evals").find("6,48"), std::string::npos);
-  EXPECT_NE(query(db, "SELECT status, last_step FROM runs").find("done,48"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT count(*), max(step) FROM evals").find("6,48"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT status, last_step FROM runs").find("done,48"), std::string::npos);
   // Same losses as the uninterrupted run at every step.
   auto losses = [&](const std::string& d) {
-    return query(d,
-                 "SELECT group_concat(printf('%.6f', train_loss)) FROM (SELECT train_loss FROM "
-                 "steps ORDER BY step)");
+    return query_csv(d,
+                     "SELECT group_concat(printf('%.6f', train_loss)) FROM (SELECT train_loss FROM "
+                     "steps ORDER BY step)");
   };
   EXPECT_EQ(losses(db), losses(ref_db));
 
@@ -111,21 +107,24 @@ TEST(ResumeCli, SigtermLeavesACheckpointAndPreemptedStatusThenContinuesTheClock)
   const auto db = (dir.path / "t.db").string();
   auto stopped = run_with_fault(train_cmd(cfg, db), "term@14");
   EXPECT_EQ(stopped.exit_code, 1) << stopped.output;
-  EXPECT_NE(query(db, "SELECT status, last_step FROM runs").find("preempted,15"), std::string::npos)
-      << query(db, "SELECT status, last_step, error FROM runs");
+  EXPECT_NE(query_csv(db, "SELECT status, last_step FROM runs").find("preempted,15"),
+            std::string::npos)
+      << query_csv(db, "SELECT status, last_step, error FROM runs");
   const auto ckpt_dir = only_checkpoint_dir(dir.path);
   EXPECT_TRUE(fs::exists(fs::path(ckpt_dir) / "ckpt-000000000015.pt")) << ckpt_dir;
-  const auto clock_before = query(db, "SELECT printf('%.9f', wall_s) FROM steps WHERE step = 14");
+  const auto clock_before =
+      query_csv(db, "SELECT printf('%.9f', wall_s) FROM steps WHERE step = 14");
 
   auto resumed = run_batchlab(train_cmd(cfg, db));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from step 15"), std::string::npos) << resumed.output;
-  EXPECT_NE(query(db, "SELECT status, count(*) FROM runs").find("done,1"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT status, count(*) FROM runs").find("done,1"), std::string::npos);
   // The training clock continues: step 15's clock is later than step 14's, which was kept.
-  EXPECT_EQ(query(db, "SELECT printf('%.9f', wall_s) FROM steps WHERE step = 14"), clock_before);
-  EXPECT_NE(query(db,
-                  "SELECT (SELECT wall_s FROM steps WHERE step = 15) > "
-                  "(SELECT wall_s FROM steps WHERE step = 14)")
+  EXPECT_EQ(query_csv(db, "SELECT printf('%.9f', wall_s) FROM steps WHERE step = 14"),
+            clock_before);
+  EXPECT_NE(query_csv(db,
+                      "SELECT (SELECT wall_s FROM steps WHERE step = 15) > "
+                      "(SELECT wall_s FROM steps WHERE step = 14)")
                 .find("1"),
             std::string::npos);
 }
@@ -143,12 +142,12 @@ TEST(ResumeCli, BlowUpEndsAsDivergedWithEarlierEvalsAndMilestonesIntact) {
       " --db " +
       shell_quote(db));
   EXPECT_EQ(r.exit_code, 0) << r.output;  // diverged is a result, not a failure
-  auto run = query(db, "SELECT status, last_step < 48, error LIKE '%step%' FROM runs");
+  auto run = query_csv(db, "SELECT status, last_step < 48, error LIKE '%step%' FROM runs");
   EXPECT_NE(run.find("diverged,1,1"), std::string::npos) << run;
-  EXPECT_NE(query(db, "SELECT count(*) >= 1 FROM evals").find("1"), std::string::npos);
-  EXPECT_NE(query(db, "SELECT count(*) FROM milestones").find("1"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT count(*) >= 1 FROM evals").find("1"), std::string::npos);
+  EXPECT_NE(query_csv(db, "SELECT count(*) FROM milestones").find("1"), std::string::npos);
   // Evaluations stop before the step at which the run diverged.
-  EXPECT_NE(query(db, "SELECT max(e.step) <= r.last_step FROM evals e, runs r").find("1"),
+  EXPECT_NE(query_csv(db, "SELECT max(e.step) <= r.last_step FROM evals e, runs r").find("1"),
             std::string::npos);
 }
 

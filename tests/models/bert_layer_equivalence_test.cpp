@@ -25,14 +25,15 @@
 
 #include "models/bert_attention.h"
 #include "models/bert_layer.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::models {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kPython = BATCHLAB_PEER_PYTHON;
-constexpr double kTolerance = 1e-5;
+const char* const kPython = test_paths::peer_python();
+constexpr double kBertTolerance = 1e-5;
 
 std::map<std::string, torch::Tensor> load_fixture(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -56,7 +57,7 @@ class BertLayerEquivalence : public ::testing::Test {
     ASSERT_NE(dir, nullptr);
     dir_ = dir;
     const std::string script =
-        std::string(BATCHLAB_SOURCE_DIR) + "/tests/models/transformer_reference.py";
+        std::string(test_paths::source_dir()) + "/tests/models/transformer_reference.py";
     const std::string command = std::string(kPython) + " " + script + " " + dir_.string() + " > " +
                                 (dir_ / "python.log").string() + " 2>&1";
     if (std::system(command.c_str()) != 0) {
@@ -156,9 +157,9 @@ class BertLayerEquivalence : public ::testing::Test {
               << " (fast path)\n";
     RecordProperty("max_rel_error_real", std::to_string(std::max(vs_reference, vs_fastpath)));
     RecordProperty("max_rel_error_padded", std::to_string(padded_vs_reference));
-    EXPECT_LT(vs_reference, kTolerance);
-    EXPECT_LT(vs_fastpath, kTolerance);
-    EXPECT_LT(padded_vs_reference, kTolerance);
+    EXPECT_LT(vs_reference, kBertTolerance);
+    EXPECT_LT(vs_fastpath, kBertTolerance);
+    EXPECT_LT(padded_vs_reference, kBertTolerance);
 
     // The comparison can fail: swapping the two LayerNorms (a plausible mapping mistake) moves
     // the output far beyond the tolerance.

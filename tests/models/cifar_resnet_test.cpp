@@ -12,7 +12,7 @@
 namespace batchlab::models {
 namespace {
 
-CifarResNetOptions options_for(int64_t depth) {
+CifarResNetOptions cifar_options(int64_t depth) {
   CifarResNetOptions o;
   o.depth = depth;
   return o;
@@ -23,19 +23,19 @@ TEST(CifarResNet, ParameterCountsAreThePapers) {
   // block 4,672; the 16-32 block 13,952, a 32-32 block 18,560; the 32-64 block 55,552, a 64-64
   // block 73,984; fc 650. ResNet-20 = 464 + 3 x 4,672 + 13,952 + 2 x 18,560 + 55,552 +
   // 2 x 73,984 + 650.
-  EXPECT_EQ(count_parameters(CifarResNet(options_for(20))), 269722);
-  EXPECT_EQ(count_parameters(CifarResNet(options_for(32))), 464154);
-  EXPECT_EQ(count_parameters(CifarResNet(options_for(56))), 853018);
+  EXPECT_EQ(count_parameters(CifarResNet(cifar_options(20))), 269722);
+  EXPECT_EQ(count_parameters(CifarResNet(cifar_options(32))), 464154);
+  EXPECT_EQ(count_parameters(CifarResNet(cifar_options(56))), 853018);
 }
 
 TEST(CifarResNet, OutputShapes) {
-  CifarResNet net(options_for(20));
+  CifarResNet net(cifar_options(20));
   EXPECT_EQ(net.forward(torch::randn({2, 3, 32, 32})).sizes(), (std::vector<int64_t>{2, 10}));
   net.eval();
   torch::NoGradGuard no_grad;
   EXPECT_EQ(net.forward(torch::randn({1, 3, 33, 17})).sizes(), (std::vector<int64_t>{1, 10}));
 
-  CifarResNetOptions gray = options_for(32);
+  CifarResNetOptions gray = cifar_options(32);
   gray.in_channels = 1;
   gray.num_classes = 100;
   CifarResNet mnist(gray);
@@ -45,7 +45,7 @@ TEST(CifarResNet, OutputShapes) {
 }
 
 TEST(CifarResNet, NamesAndNoProjectionShortcuts) {
-  CifarResNet net(options_for(56));
+  CifarResNet net(cifar_options(56));
   const auto params = net.named_parameters();
   EXPECT_EQ(params["conv1.weight"].sizes(), (std::vector<int64_t>{16, 3, 3, 3}));
   EXPECT_EQ(params["layer2.0.conv1.weight"].sizes(), (std::vector<int64_t>{32, 16, 3, 3}));
@@ -77,7 +77,7 @@ TEST(CifarResNet, OptionAShortcutSubsamplesAndPadsWithZeros) {
 }
 
 TEST(CifarResNet, ZeroInitResidualAndGhostBatchNorm) {
-  CifarResNetOptions o = options_for(20);
+  CifarResNetOptions o = cifar_options(20);
   o.zero_init_residual = true;
   o.bn_group = 4;
   CifarResNet net(o);
@@ -101,17 +101,17 @@ TEST(CifarResNet, ZeroInitResidualAndGhostBatchNorm) {
 }
 
 TEST(CifarResNet, RejectsDepthsThatAreNot6nPlus2) {
-  EXPECT_THROW(CifarResNet(options_for(18)), InputError);
-  EXPECT_THROW(CifarResNet(options_for(2)), InputError);
-  EXPECT_THROW(CifarResNet::forward_macs(options_for(21), 32, 32), InputError);
+  EXPECT_THROW(CifarResNet(cifar_options(18)), InputError);
+  EXPECT_THROW(CifarResNet(cifar_options(2)), InputError);
+  EXPECT_THROW(CifarResNet::forward_macs(cifar_options(21), 32, 32), InputError);
 }
 
 TEST(CifarResNet, ForwardMacs) {
   // ResNet-20 at 32x32: conv1 442,368 + stage 1 14,155,776 + stages 2 and 3 12,976,128 each + fc
   // 640 (the often quoted 40.8 M also counts BN and the additions).
-  EXPECT_EQ(CifarResNet::forward_macs(options_for(20), 32, 32), 40551040);
-  EXPECT_LT(CifarResNet::forward_macs(options_for(20), 32, 32),
-            CifarResNet::forward_macs(options_for(56), 32, 32));
+  EXPECT_EQ(CifarResNet::forward_macs(cifar_options(20), 32, 32), 40551040);
+  EXPECT_LT(CifarResNet::forward_macs(cifar_options(20), 32, 32),
+            CifarResNet::forward_macs(cifar_options(56), 32, 32));
 }
 
 }  // namespace

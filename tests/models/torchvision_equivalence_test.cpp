@@ -1,9 +1,9 @@
 // models/resnet.h against torchvision itself: tests/models/torchvision_reference.py (run by
-// BATCHLAB_PEER_PYTHON, the virtualenv's Python with torchvision) builds resnet18 and resnet50, and
-// batchlab must load their state_dicts by name and reproduce eval-mode logits, train-mode logits,
-// the running statistics that train-mode pass leaves, and every parameter gradient of a fixed loss.
-// The other direction too: a batchlab state_dict loads into torchvision (strict) and gives the same
-// logits.
+// test_paths::peer_python(), the virtualenv's Python with torchvision) builds resnet18 and
+// resnet50, and batchlab must load their state_dicts by name and reproduce eval-mode logits,
+// train-mode logits, the running statistics that train-mode pass leaves, and every parameter
+// gradient of a fixed loss. The other direction too: a batchlab state_dict loads into torchvision
+// (strict) and gives the same logits.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -19,26 +19,28 @@
 
 #include "models/resnet.h"
 #include "models/state_dict.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::models {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kTolerance = 1e-4;  // relative error, max-norm
+constexpr double kTorchvisionTolerance = 1e-4;  // relative error, max-norm
 
 const std::string kScript =
-    std::string(BATCHLAB_SOURCE_DIR) + "/tests/models/torchvision_reference.py";
+    std::string(test_paths::source_dir()) + "/tests/models/torchvision_reference.py";
 
 struct CommandResult {
   int exit_code = -1;
   std::string output;
 };
 
-// Runs `BATCHLAB_PEER_PYTHON torchvision_reference.py ARGS`, capturing stdout and stderr.
+// Runs `PEER_PYTHON torchvision_reference.py ARGS` (test_paths::peer_python()), capturing stdout
+// and stderr.
 CommandResult run_reference(const std::string& args, const fs::path& log) {
-  const std::string command = "'" + std::string(BATCHLAB_PEER_PYTHON) + "' '" + kScript + "' " +
-                              args + " > '" + log.string() + "' 2>&1";
+  const std::string command = "'" + std::string(test_paths::peer_python()) + "' '" + kScript +
+                              "' " + args + " > '" + log.string() + "' 2>&1";
   const int status = std::system(command.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -53,7 +55,7 @@ std::string setup_hint(const CommandResult& r) {
   std::string hint =
       "torchvision_reference.py exited with " + std::to_string(r.exit_code) + ":\n" + r.output;
   if (r.exit_code == 3) {
-    hint += "\n" + std::string(BATCHLAB_PEER_PYTHON) +
+    hint += "\n" + std::string(test_paths::peer_python()) +
             " cannot import torch/torchvision: run bash scripts/setup.sh (it installs the pinned "
             "wheels into .venv/)";
   }
@@ -108,14 +110,14 @@ class TorchvisionEquivalence : public ::testing::Test {
       eval_logits = net.forward(x);
     }
     const double eval_error = relative_error(eval_logits, io.at("eval_logits"));
-    EXPECT_LT(eval_error, kTolerance) << arch << " eval-mode logits";
+    EXPECT_LT(eval_error, kTorchvisionTolerance) << arch << " eval-mode logits";
 
     net.train();
     const torch::Tensor train_logits = net.forward(x);
     const double train_error = relative_error(train_logits, io.at("train_logits"));
-    EXPECT_LT(train_error, kTolerance) << arch << " train-mode logits";
+    EXPECT_LT(train_error, kTorchvisionTolerance) << arch << " train-mode logits";
     const torch::Tensor loss = torch::nn::functional::cross_entropy(train_logits, io.at("labels"));
-    EXPECT_LT(relative_error(loss, io.at("loss")), kTolerance);
+    EXPECT_LT(relative_error(loss, io.at("loss")), kTorchvisionTolerance);
     loss.backward();
 
     double buffer_error = 0.0;
@@ -128,7 +130,7 @@ class TorchvisionEquivalence : public ::testing::Test {
       if (expected.is_floating_point()) {
         const double e = relative_error(*ours, expected);
         buffer_error = std::max(buffer_error, e);
-        EXPECT_LT(e, kTolerance) << arch << " buffer " << name;
+        EXPECT_LT(e, kTorchvisionTolerance) << arch << " buffer " << name;
       } else {
         EXPECT_TRUE(torch::equal(*ours, expected)) << arch << " buffer " << name;
       }
@@ -148,7 +150,7 @@ class TorchvisionEquivalence : public ::testing::Test {
         grad_error = e;
         worst_grad = name;
       }
-      EXPECT_LT(e, kTolerance) << arch << " gradient of " << name;
+      EXPECT_LT(e, kTorchvisionTolerance) << arch << " gradient of " << name;
     }
     std::cout << arch << " vs torchvision, max relative error: eval logits " << eval_error
               << ", train logits " << train_error << ", running stats " << buffer_error

@@ -26,13 +26,13 @@ std::string gunzip(const std::string& data) {
 }
 
 TEST(HttpEncoding, GzipRoundTripsAndShrinksJson) {
-  std::string json = "{\"y\":[";
-  for (int i = 0; i < 5000; ++i) json += std::to_string(2.0 / (1 + i)) + ",";
-  json += "0]}";
+  std::string text = "{\"y\":[";
+  for (int i = 0; i < 5000; ++i) text += std::to_string(2.0 / (1 + i)) + ",";
+  text += "0]}";
   for (int level : {1, 9}) {
-    const std::string packed = gzip(json, level);
-    EXPECT_EQ(gunzip(packed), json) << "level " << level;
-    EXPECT_LT(packed.size(), json.size() / 2) << "level " << level;
+    const std::string packed = gzip(text, level);
+    EXPECT_EQ(gunzip(packed), text) << "level " << level;
+    EXPECT_LT(packed.size(), text.size() / 2) << "level " << level;
   }
   EXPECT_EQ(gunzip(gzip("", 1)), "");
 }

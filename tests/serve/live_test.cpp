@@ -16,6 +16,7 @@
 #include "serve/server.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/serve/serve_test_support.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::serve {
 namespace {
@@ -69,7 +70,7 @@ std::vector<std::string> page_requests(httplib::Client& client) {
 TEST(ServeLive, AnswersEveryRequestWhileASweepWritesTheDatabase) {
   cli::testing::TempDir dir("serve-live");
   // The fixture sweep with three times the epochs: long enough to be read mid-write.
-  const fs::path src = fs::path(BATCHLAB_SOURCE_DIR) / "tests" / "serve";
+  const fs::path src = fs::path(test_paths::source_dir()) / "tests" / "serve";
   std::string experiment = read_file(src / "fixture_experiment.toml");
   experiment.replace(experiment.find("epochs = 2"), 10, "epochs = 6");
   dir.file("fixture_experiment.toml", experiment);
@@ -80,9 +81,9 @@ TEST(ServeLive, AnswersEveryRequestWhileASweepWritesTheDatabase) {
   cli::testing::CommandResult sweep;
   std::thread writer([&] {
     // From the sweep's folder: its results path is relative to the working directory.
-    sweep =
-        cli::testing::run_shell("cd " + cli::testing::shell_quote(dir.path.string()) + " && " +
-                                BATCHLAB_BINARY + " sweep run fixture_sweep.toml --workers 2 2>&1");
+    sweep = cli::testing::run_shell("cd " + cli::testing::shell_quote(dir.path.string()) + " && " +
+                                    test_paths::binary() +
+                                    " sweep run fixture_sweep.toml --workers 2 2>&1");
     sweep_done = true;
   });
   // The sweep creates the file and its schema first; serve it as soon as it is a batchlab one.

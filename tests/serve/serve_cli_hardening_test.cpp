@@ -18,13 +18,6 @@ using cli::testing::run_batchlab;
 using cli::testing::shell_quote;
 using cli::testing::TempDir;
 
-// Serves `db` for at most `seconds`, then SIGTERM (the exit code is batchlab's own).
-cli::testing::CommandResult serve(const std::string& db, const std::string& extra, int seconds) {
-  return cli::testing::run_shell("timeout --preserve-status " + std::to_string(seconds) + " " +
-                                 BATCHLAB_BINARY + " serve --db " + shell_quote(db) + " " + extra +
-                                 " 2>&1");
-}
-
 TEST(ServeCliHardening, ASecondServeOnAPortAServerHoldsExitsTwoNamingIt) {
   TempDir dir("serve-cli2");
   const fs::path other = dir.path / "other.db";
@@ -32,7 +25,7 @@ TEST(ServeCliHardening, ASecondServeOnAPortAServerHoldsExitsTwoNamingIt) {
   DashboardDb db(testing::fixture_db());
   testing::RunningServer first(db);
   const std::string port = std::to_string(first.port());
-  const auto r = serve(other.string(), "--port " + port, 5);
+  const auto r = testing::run_serve(other.string(), "--port " + port, 5);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("address already in use"), std::string::npos) << r.output;
@@ -40,14 +33,14 @@ TEST(ServeCliHardening, ASecondServeOnAPortAServerHoldsExitsTwoNamingIt) {
 }
 
 TEST(ServeCliHardening, AnEmptyHostIsRefusedClearly) {
-  const auto r = serve(testing::fixture_db(), "--port 0 --host ''", 5);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host ''", 5);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--host '': empty"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
 }
 
 TEST(ServeCliHardening, ABracketedIpv6LoopbackServesThere) {
-  const auto r = serve(testing::fixture_db(), "--port 0 --host '[::1]'", 2);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host '[::1]'", 2);
   if (r.output.find("Cannot assign requested address") != std::string::npos ||
       r.output.find("not an address of this machine") != std::string::npos) {
     GTEST_SKIP() << "no IPv6 loopback here: " << r.output;
@@ -55,7 +48,7 @@ TEST(ServeCliHardening, ABracketedIpv6LoopbackServesThere) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("http://[::1]:"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
-  const auto bad = serve(testing::fixture_db(), "--port 0 --host '[nonsense]'", 5);
+  const auto bad = testing::run_serve(testing::fixture_db(), "--port 0 --host '[nonsense]'", 5);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("not an IPv6 address"), std::string::npos) << bad.output;
 }

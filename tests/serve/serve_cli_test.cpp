@@ -22,15 +22,6 @@ using cli::testing::run_batchlab;
 using cli::testing::shell_quote;
 using cli::testing::TempDir;
 
-// Serves `db` for at most `seconds`, then SIGTERM (timeout --preserve-status: the exit code is
-// batchlab's own, 0 for a server that started and stopped cleanly).
-cli::testing::CommandResult serve(const std::string& db, const std::string& extra = "--port 0",
-                                  int seconds = 20) {
-  return cli::testing::run_shell("timeout --preserve-status " + std::to_string(seconds) + " " +
-                                 BATCHLAB_BINARY + " serve --db " + shell_quote(db) + " " + extra +
-                                 " 2>&1");
-}
-
 // An SQLite file with a table of someone else's.
 std::string foreign_db(const TempDir& dir) {
   const auto path = (dir.path / "other.db").string();
@@ -58,7 +49,7 @@ TEST(ServeCli, HelpAnswers) {
 
 TEST(ServeCli, AMissingFileNamesItself) {
   TempDir dir("serve-cli");
-  const auto r = serve((dir.path / "nope.db").string());
+  const auto r = testing::run_serve((dir.path / "nope.db").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("nope.db: no such file"), std::string::npos) << r.output;
   EXPECT_EQ(run_batchlab("serve").exit_code, 2);
@@ -67,11 +58,11 @@ TEST(ServeCli, AMissingFileNamesItself) {
 TEST(ServeCli, AFileThatIsNotSqliteOrNotBatchlabs) {
   TempDir dir("serve-cli");
   const auto text = dir.file("notes.db", "these are my notes, not a database\n");
-  auto r = serve(text);
+  auto r = testing::run_serve(text);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not an SQLite database"), std::string::npos) << r.output;
 
-  r = serve(foreign_db(dir));
+  r = testing::run_serve(foreign_db(dir));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not one batchlab wrote"), std::string::npos) << r.output;
 }
@@ -80,14 +71,14 @@ TEST(ServeCli, OlderAndNewerSchemasSayWhatToDo) {
   TempDir dir("serve-cli");
   const auto older = copy_fixture(dir, "older.db");
   set_user_version(older, 2);
-  auto r = serve(older);
+  auto r = testing::run_serve(older);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("older than this batchlab's"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("batchlab results migrate --db"), std::string::npos) << r.output;
 
   const auto newer = copy_fixture(dir, "newer.db");
   set_user_version(newer, 99);
-  r = serve(newer);
+  r = testing::run_serve(newer);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("newer than this batchlab's"), std::string::npos) << r.output;
 }
@@ -103,11 +94,11 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
         "DROP TABLE study_trials; DROP TABLE study_cells; PRAGMA user_version = 2",
         "test");
   }
-  EXPECT_EQ(serve(older).exit_code, 2);
+  EXPECT_EQ(testing::run_serve(older).exit_code, 2);
   const auto migrated = run_batchlab("results migrate --db " + shell_quote(older));
   EXPECT_EQ(migrated.exit_code, 0) << migrated.output;
   EXPECT_NE(migrated.output.find("schema version 2 -> 3"), std::string::npos) << migrated.output;
-  const auto r = serve(older, "--port 0", 2);
+  const auto r = testing::run_serve(older, "--port 0", 2);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("schema v3"), std::string::npos) << r.output;
 
@@ -125,7 +116,7 @@ TEST(ServeCli, ALockedDatabaseIsReportedNotWaitedOnForever) {
   results::Connection writer(path, SQLITE_OPEN_READWRITE);
   writer.exec("PRAGMA journal_mode = DELETE", "test");
   writer.exec("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE", "test");
-  const auto r = serve(path);
+  const auto r = testing::run_serve(path);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("locked by another process"), std::string::npos) << r.output;
   writer.exec("COMMIT", "test");
@@ -141,7 +132,7 @@ TEST(ServeCli, ATakenPortIsAnErrorWithTheFix) {
   socklen_t len = sizeof addr;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   const int port = ntohs(addr.sin_port);
-  const auto r = serve(testing::fixture_db(), "--port " + std::to_string(port));
+  const auto r = testing::run_serve(testing::fixture_db(), "--port " + std::to_string(port));
   ::close(fd);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos)
@@ -151,14 +142,14 @@ TEST(ServeCli, ATakenPortIsAnErrorWithTheFix) {
 }
 
 TEST(ServeCli, StartsOnLoopbackAndStopsCleanlyOnSigterm) {
-  const auto r = serve(testing::fixture_db(), "--port 0", 2);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0", 2);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("http://127.0.0.1:"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
 }
 
 TEST(ServeCli, AnotherAddressOnlyWhenAskedAndWithAWarning) {
-  const auto r = serve(testing::fixture_db(), "--port 0 --host 0.0.0.0", 2);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host 0.0.0.0", 2);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: listening on 0.0.0.0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("http://0.0.0.0:"), std::string::npos) << r.output;

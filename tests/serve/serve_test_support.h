@@ -10,10 +10,22 @@
 
 #include "results/query.h"
 #include "results/query_result.h"
+#include "tests/cli/cli_runner.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::serve::testing {
 
-inline std::string fixture_db() { return BATCHLAB_SERVE_FIXTURE_DB; }
+inline std::string fixture_db() { return test_paths::serve_fixture_db(); }
+
+// `batchlab serve --db DB EXTRA` for at most `seconds`, then SIGTERM (timeout --preserve-status:
+// the exit code is batchlab's own, 0 for a server that started and stopped cleanly).
+inline cli::testing::CommandResult run_serve(const std::string& db,
+                                             const std::string& extra = "--port 0",
+                                             int seconds = 20) {
+  return cli::testing::run_shell("timeout --preserve-status " + std::to_string(seconds) + " " +
+                                 cli::testing::shell_quote(test_paths::binary()) + " serve --db " +
+                                 cli::testing::shell_quote(db) + " " + extra + " 2>&1");
+}
 
 // The cells of a one-column query, as text ("" for NULL).
 inline std::vector<std::string> column_of(const std::string& sql,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::sweeps {
 namespace {
@@ -18,7 +19,7 @@ using cli::testing::shell_quote;
 nlohmann::json plan(const std::string& spec) {
   const auto r =
       run_batchlab("sweep plan --format json " +
-                   shell_quote(std::string(BATCHLAB_SOURCE_DIR) + "/sweeps/specs/" + spec));
+                   shell_quote(std::string(test_paths::source_dir()) + "/sweeps/specs/" + spec));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
 }

@@ -12,11 +12,8 @@ namespace batchlab::sweeps {
 namespace {
 
 using testing::config_error;
+using testing::contains;
 using testing::SweepFiles;
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 TEST(SweepSpec, ReadsEverySectionWithDefaults) {
   SweepFiles files(R"(schema_version = 1

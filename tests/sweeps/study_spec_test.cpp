@@ -9,11 +9,8 @@ namespace batchlab::sweeps {
 namespace {
 
 using testing::config_error;
+using testing::contains;
 using testing::SweepFiles;
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 // Line 1..7 fixed, [study] on line 8, its keys from line 9 on.
 std::string spec(const std::string& grid, const std::string& study_keys,

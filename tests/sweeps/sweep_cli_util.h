@@ -20,6 +20,7 @@
 
 #include "results/query.h"
 #include "tests/cli/cli_runner.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::sweeps::testing {
 
@@ -110,7 +111,7 @@ class Background {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);
-      std::vector<std::string> argv_strings = {BATCHLAB_BINARY};
+      std::vector<std::string> argv_strings = {test_paths::binary()};
       argv_strings.insert(argv_strings.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (auto& s : argv_strings) argv.push_back(s.data());

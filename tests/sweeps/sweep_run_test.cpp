@@ -11,6 +11,7 @@
 
 #include "results/query.h"
 #include "tests/sweeps/sweep_cli_util.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::sweeps {
 namespace {
@@ -136,7 +137,7 @@ TEST(SweepRun, CrashesAreRetriedThenReportedAndDivergenceIsNeverRetried) {
   const auto ids = t.run_ids();
   ASSERT_EQ(ids.size(), 3u);
   const std::string ok = ids[0], nan = ids[1], crash = ids[2];
-  const std::string cmd = "BATCHLAB_TEST_FAULT=crash@0:" + crash + " " + BATCHLAB_BINARY +
+  const std::string cmd = "BATCHLAB_TEST_FAULT=crash@0:" + crash + " " + test_paths::binary() +
                           " sweep run " + testing::shell_quote(t.spec) +
                           " --workers 2 --retries 2 2>&1";
   std::string output;

@@ -8,6 +8,7 @@
 
 #include "results/query.h"
 #include "tests/sweeps/sweep_cli_util.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::sweeps {
 namespace {
@@ -57,7 +58,7 @@ TEST(SweepSubmit, DryRunWritesOneArrayAndATaskRunsItsJobThroughASnapshot) {
   EXPECT_EQ(s.value("SELECT count(*) FROM steps WHERE run_id = '" + ids[1] + "'"), "4");
 
   // A task that crashes records why in its snapshot; status reports it.
-  const std::string cmd = "BATCHLAB_TEST_FAULT=crash@0:" + ids[0] + " " + BATCHLAB_BINARY +
+  const std::string cmd = "BATCHLAB_TEST_FAULT=crash@0:" + ids[0] + " " + test_paths::binary() +
                           " sweep slurm-task " + testing::shell_quote(tasks) + " 0 >/dev/null 2>&1";
   EXPECT_NE(std::system(cmd.c_str()), 0);
   status = s.sweep("status");

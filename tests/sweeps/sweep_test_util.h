@@ -13,6 +13,8 @@
 
 namespace batchlab::sweeps::testing {
 
+using cli::testing::contains;
+
 // A base experiment on the synthetic data: 1000 training samples, global 64 as 2 x 32.
 inline const char* kBase = R"(schema_version = 1
 [model]

@@ -16,6 +16,7 @@
 
 #include "core/optim/lamb.h"
 #include "core/optim/lars.h"
+#include "tests/test_paths.h"
 
 namespace batchlab::optim {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-fs::path golden_dir() { return fs::path(BATCHLAB_GOLDEN_DIR) / "optim"; }
+fs::path golden_dir() { return fs::path(test_paths::golden_dir()) / "optim"; }
 
 std::vector<std::string> golden_files() {
   std::vector<std::string> out;

@@ -11,13 +11,12 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "tests/core/optim/optim_test_util.h"
 
 namespace batchlab::optim {
 namespace {
 
-torch::Tensor leaf(std::vector<double> values) {
-  return torch::tensor(values, torch::kFloat64).set_requires_grad(true);
-}
+using test_util::leaf;
 
 class LambByHand : public testing::TestWithParam<bool> {
  protected:

@@ -9,13 +9,12 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "tests/core/optim/optim_test_util.h"
 
 namespace batchlab::optim {
 namespace {
 
-torch::Tensor leaf(std::vector<double> values) {
-  return torch::tensor(values, torch::kFloat64).set_requires_grad(true);
-}
+using test_util::leaf;
 
 // One scalar parameter w0 = 1, gradient 1 every step, momentum 0.9, no weight decay, no trust ratio
 // (adapt off), so d = g = 1 and only the momentum convention differs.

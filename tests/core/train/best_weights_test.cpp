@@ -15,20 +15,15 @@
 #include "core/train/trainer.h"
 #include "tests/core/train/toy_config.h"
 #include "tests/core/train/toy_task.h"
+#include "tests/temp_dir.h"
 
 namespace batchlab::train {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::TempDir;
 using testing::RecordingReporter;
 using testing::ToyTask;
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("best-weights-test-" + std::to_string(::getpid()) +
-                                               "-" + std::to_string(std::rand()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 EvalRecord eval_with(std::optional<double> val_loss, std::optional<double> val_acc) {
   EvalRecord r;

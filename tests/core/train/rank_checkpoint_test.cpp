@@ -7,18 +7,13 @@
 
 #include "core/errors.h"
 #include "core/train/checkpoint.h"
+#include "tests/temp_dir.h"
 
 namespace batchlab::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("rank-ckpt-test-" + std::to_string(::getpid()) +
-                                               "-" + std::to_string(std::rand()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test_support::TempDir;
 
 TEST(RankCheckpoint, RestoresThisRanksRandomStream) {
   TempDir dir;

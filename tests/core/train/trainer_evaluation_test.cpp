@@ -10,24 +10,17 @@
 #include "core/train/trainer.h"
 #include "tests/core/train/toy_config.h"
 #include "tests/core/train/toy_task.h"
+#include "tests/temp_dir.h"
 
 namespace batchlab::train {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::TempDir;
 using testing::RecordingReporter;
 using testing::ToyTask;
 
 ToyTask task_with_val() { return ToyTask(256, 128, 7, torch::kFloat32, 96); }
-
-config::ExperimentConfig base_config() { return testing::toy_config(); }  // 8 steps per epoch
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("trainer-eval-test-" + std::to_string(::getpid()) +
-                                               "-" + std::to_string(std::rand()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::vector<int64_t> eval_steps(const RecordingReporter& rec) {
   std::vector<int64_t> out;
@@ -38,7 +31,7 @@ std::vector<int64_t> eval_steps(const RecordingReporter& rec) {
 TEST(TrainerEvaluation, ValidationEveryTimeTrainAndTestOnlyAtTheEndUnderFullEvalFinal) {
   auto task = task_with_val();
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.train.full_eval = "final";
   Trainer trainer(c, {}, task, rec);
   ASSERT_EQ(trainer.run().status, RunStatus::done);
@@ -60,7 +53,7 @@ TEST(TrainerEvaluation, ValidationEveryTimeTrainAndTestOnlyAtTheEndUnderFullEval
 TEST(TrainerEvaluation, EvalsPerOctaveIsALogGridPlusTheFinalStep) {
   ToyTask task;
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.schedule.epochs.reset();
   c.schedule.steps = 20;
   c.train.evals_per_octave = 1;  // replaces eval_every
@@ -72,7 +65,7 @@ TEST(TrainerEvaluation, EvalsPerOctaveIsALogGridPlusTheFinalStep) {
 TEST(TrainerEvaluation, ATargetOnValidationAccuracyStopsTheRunWithAFullLastEvaluation) {
   auto task = task_with_val();
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.schedule.epochs = 20.0;
   c.train.full_eval = "final";
   c.train.targets = {{"val_acc", 0.5}};
@@ -102,7 +95,7 @@ struct WriteStopFileAt : RecordingReporter {
 };
 
 config::ExperimentConfig octave_config() {
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.schedule.epochs.reset();
   c.schedule.steps = 32;
   c.train.evals_per_octave = 1;  // evaluations after 1, 2, 4, 8, 16, 32 updates

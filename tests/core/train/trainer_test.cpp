@@ -17,8 +17,6 @@ namespace {
 using testing::RecordingReporter;
 using testing::ToyTask;
 
-config::ExperimentConfig base_config() { return testing::toy_config(); }  // 8 steps per epoch
-
 TrainerOptions runtime() {
   TrainerOptions o;
   o.eval_chunk = 50;
@@ -28,7 +26,7 @@ TrainerOptions runtime() {
 TEST(Trainer, RecordsStepsEvalsAndTheGap) {
   ToyTask task;  // 256 examples / 32 = 8 steps per epoch
   RecordingReporter rec;
-  Trainer trainer(base_config(), runtime(), task, rec);
+  Trainer trainer(testing::toy_config(), runtime(), task, rec);
   auto outcome = trainer.run();
   EXPECT_EQ(outcome.status, RunStatus::done);
   EXPECT_EQ(outcome.last_step, 32);
@@ -57,7 +55,7 @@ TEST(Trainer, RecordsStepsEvalsAndTheGap) {
 TEST(Trainer, LearningRateFollowsTheScheduleEveryStep) {
   ToyTask task;
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.schedule.warmup_steps = 4;
   c.schedule.decay = "linear";
   Trainer trainer(c, runtime(), task, rec);
@@ -69,7 +67,7 @@ TEST(Trainer, LearningRateFollowsTheScheduleEveryStep) {
 TEST(Trainer, MilestoneAndStopAtTarget) {
   ToyTask task;
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.schedule.epochs = 20.0;
   c.train.targets = {{"test_acc", 0.5}};
   c.train.stop_at_target = true;
@@ -85,7 +83,7 @@ TEST(Trainer, MilestoneAndStopAtTarget) {
 TEST(Trainer, HugeLearningRateDiverges) {
   ToyTask task;
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.optim.base_lr = 1e6;
   c.train.divergence = 2.0;
   Trainer trainer(c, runtime(), task, rec);
@@ -106,7 +104,7 @@ TEST(Trainer, StopRequestEndsAsPreempted) {
   std::atomic<bool> stop{true};
   auto o = runtime();
   o.stop_requested = &stop;
-  Trainer trainer(base_config(), o, task, rec);
+  Trainer trainer(testing::toy_config(), o, task, rec);
   auto outcome = trainer.run();
   EXPECT_EQ(outcome.status, RunStatus::preempted);
   EXPECT_EQ(outcome.last_step, 0);
@@ -120,7 +118,7 @@ TEST(Trainer, StopRequestEndsAsPreempted) {
 TEST(Trainer, MeasurementBeforeTheUpdateIsOffTheTrainingClock) {
   ToyTask task;
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.schedule.epochs.reset();
   c.schedule.steps = 8;
   c.train.layer_stats_every = 1;
@@ -144,7 +142,7 @@ TEST(Trainer, MeasurementBeforeTheUpdateIsOffTheTrainingClock) {
 TEST(Trainer, LogEveryThinsStepRows) {
   ToyTask task;
   RecordingReporter rec;
-  auto c = base_config();
+  auto c = testing::toy_config();
   c.train.log_every = 5;
   Trainer trainer(c, runtime(), task, rec);
   trainer.run();

@@ -114,7 +114,7 @@ TEST(FashionMnist, MissingFileIsNamed) {
   ScratchDir dir;
   write_tiny(dir, {1, 2}, 2, {3});
   std::filesystem::remove(dir.file(kFashionMnistTestLabels));
-  const std::string msg = message_of([&] { load_fashion_mnist(dir.path()); });
+  const std::string msg = message_of([&] { load_fashion_mnist(dir.path.string()); });
   EXPECT_NE(msg.find(dir.file(kFashionMnistTestLabels)), std::string::npos) << msg;
   EXPECT_NE(msg.find("dataset-fashion-mnist"), std::string::npos) << msg;
 }
@@ -125,7 +125,7 @@ TEST(FashionMnist, ReadsUncompressedFilesToo) {
   // Replace one .gz by its gunzipped form, as a manual download + gunzip leaves it.
   std::filesystem::remove(dir.file(kFashionMnistTrainLabels));
   testing::write_raw(dir.file("train-labels-idx1-ubyte"), idx_bytes({2}, {4, 5}));
-  const ImageDataset ds = load_fashion_mnist(dir.path());
+  const ImageDataset ds = load_fashion_mnist(dir.path.string());
   EXPECT_EQ(ds.train_labels[1].item<int64_t>(), 5);
   EXPECT_EQ(ds.train_images.sizes(), (std::vector<int64_t>{2, 1, 2, 2}));
 }
@@ -133,7 +133,7 @@ TEST(FashionMnist, ReadsUncompressedFilesToo) {
 TEST(FashionMnist, ImageAndLabelCountsMustAgree) {
   ScratchDir dir;
   write_tiny(dir, {1, 2, 3}, 2, {3});
-  const std::string msg = message_of([&] { load_fashion_mnist(dir.path()); });
+  const std::string msg = message_of([&] { load_fashion_mnist(dir.path.string()); });
   EXPECT_NE(msg.find("holds 2 images but"), std::string::npos) << msg;
   EXPECT_NE(msg.find("holds 3 labels"), std::string::npos) << msg;
 }
@@ -141,7 +141,7 @@ TEST(FashionMnist, ImageAndLabelCountsMustAgree) {
 TEST(FashionMnist, LabelsMustBeWithinTheClasses) {
   ScratchDir dir;
   write_tiny(dir, {1, 2}, 2, {10});
-  const std::string msg = message_of([&] { load_fashion_mnist(dir.path()); });
+  const std::string msg = message_of([&] { load_fashion_mnist(dir.path.string()); });
   EXPECT_NE(msg.find(dir.file(kFashionMnistTestLabels)), std::string::npos) << msg;
   EXPECT_NE(msg.find("label 10 at index 0 is outside 0..9"), std::string::npos) << msg;
 }

@@ -165,7 +165,8 @@ TEST(IdxReader, TooLargeDims) {
 TEST(IdxReader, MissingFileAndDirectory) {
   ScratchDir dir;
   expect_data_error([&] { read_idx(dir.file("nope.gz")); }, {dir.file("nope.gz"), "not found"});
-  expect_data_error([&] { read_idx(dir.path()); }, {dir.path(), "not a regular file"});
+  expect_data_error([&] { read_idx(dir.path.string()); },
+                    {dir.path.string(), "not a regular file"});
 }
 
 TEST(IdxReader, WrongRankForImagesOrLabels) {

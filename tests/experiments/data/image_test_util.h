@@ -13,22 +13,11 @@
 #include <vector>
 
 #include "experiments/data/jpeg_codec.h"
+#include "tests/temp_dir.h"
 
 namespace batchlab::data::testing {
 
-// A fresh directory under the temp dir, removed with the object.
-struct ScratchDir {
-  std::filesystem::path path;
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "batchlab_img_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using ScratchDir = test_support::TempDir;
 
 // Interleaved RGB, smooth (so JPEG keeps it within a few levels): red is a horizontal ramp, green a
 // vertical one, blue a constant `blue`.

@@ -13,24 +13,11 @@
 
 #include "experiments/data/mlm_masking.h"
 #include "experiments/data/token_shards.h"
+#include "tests/temp_dir.h"
 
 namespace batchlab::data::testing {
 
-struct ScratchDir {
-  std::filesystem::path path;
-  explicit ScratchDir(const std::string& tag) {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
-           ("batchlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using ScratchDir = test_support::TempDir;
 
 // A fixed vocabulary of 400 made-up words from syllables, drawn with a skewed (Zipf-like)
 // distribution so a tokenizer finds frequent pieces as in real text.
