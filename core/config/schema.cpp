@@ -80,6 +80,16 @@ AtMost max_prefetch() {
 AtMost max_samples() {
   return at_most(kMaxSamples, "no data set is that large (0 takes the whole split)");
 }
+AtMost max_batch() {
+  return at_most(kMaxBatch, "no run has used a batch that large (LAMB trained BERT at 65536)");
+}
+AtMost max_seq_len() {
+  return at_most(kMaxSeqLen, "position embeddings and attention grow with it: BERT uses 512");
+}
+AtMost max_image_size() {
+  return at_most(kMaxImageSize, "a pixel count per side: ImageNet training uses 224");
+}
+AtMost max_classes(const char* what) { return at_most(kMaxClasses, what); }
 AtMost max_steps() { return at_most(kMaxSteps, "no run of that many steps can finish"); }
 AtMost max_epochs() { return at_most(kMaxEpochs, "no run of that many epochs can finish"); }
 
@@ -92,13 +102,20 @@ Table<ModelConfig> model_table() {
       field_omitted_at_default("init_from", &ModelConfig::init_from),
       field_omitted_at_default("init_sha256", &ModelConfig::init_sha256),
       field_omitted_at_default("init_strict", &ModelConfig::init_strict),
-      field("max_seq_len", &ModelConfig::max_seq_len, greater_than(0)),
+      field("max_seq_len", &ModelConfig::max_seq_len, both(greater_than(0), max_seq_len())),
       field("next_sentence", &ModelConfig::next_sentence),
       field("norm_first", &ModelConfig::norm_first),
-      field("num_classes", &ModelConfig::num_classes, at_least(0)),
+      field("num_classes", &ModelConfig::num_classes,
+            both(at_least(0), max_classes("the head holds features x classes weights (0 takes "
+                                          "the data set's count)"))),
       field("stem", &ModelConfig::stem, one_of(stem_names())),
-      field("vocab_size", &ModelConfig::vocab_size, greater_than(0)),
-      field("width", &ModelConfig::width, greater_than(0)),
+      field("vocab_size", &ModelConfig::vocab_size,
+            both(greater_than(0), max_classes("the embedding and the MLM head hold vocabulary x "
+                                              "hidden weights: BERT uses 30522"))),
+      field("width", &ModelConfig::width,
+            both(greater_than(0), at_most(kMaxModelWidth,
+                                          "a 3x3 convolution holds 9 x width^2 "
+                                          "weights: the small CNNs use 8 to 64"))),
       field("zero_init_residual", &ModelConfig::zero_init_residual),
   }};
 }
@@ -107,10 +124,10 @@ Table<DataConfig> data_table() {
   return {{
       field("augment", &DataConfig::augment),
       field("dataset", &DataConfig::dataset, NonEmpty{}),
-      field("eval_resize", &DataConfig::eval_resize, greater_than(0)),
+      field("eval_resize", &DataConfig::eval_resize, both(greater_than(0), max_image_size())),
       field("eval_train_samples", &DataConfig::eval_train_samples,
             both(at_least(0), max_samples())),
-      field("image_size", &DataConfig::image_size, greater_than(0)),
+      field("image_size", &DataConfig::image_size, both(greater_than(0), max_image_size())),
       field("mask_prob", &DataConfig::mask_prob, in_range(0, false, 1, false)),
       field("min_scale", &DataConfig::min_scale, in_range(0, false, 1, true)),
       field("path", &DataConfig::path),
@@ -118,8 +135,8 @@ Table<DataConfig> data_table() {
       field("prefetch", &DataConfig::prefetch, both(greater_than(0), max_prefetch())),
       derived_field("seed", &DataConfig::seed, default_data_seed),
       field("sentence_pair", &DataConfig::sentence_pair),
-      field("seq_len", &DataConfig::seq_len, greater_than(0)),
-      field("seq_len_phase2", &DataConfig::seq_len_phase2, at_least(0)),
+      field("seq_len", &DataConfig::seq_len, both(greater_than(0), max_seq_len())),
+      field("seq_len_phase2", &DataConfig::seq_len_phase2, both(at_least(0), max_seq_len())),
       field("skip_corrupt", &DataConfig::skip_corrupt),
       field("test_size", &DataConfig::test_size, both(at_least(0), max_samples())),
       field("tokenizer", &DataConfig::tokenizer),
@@ -132,9 +149,9 @@ Table<DataConfig> data_table() {
 Table<BatchConfig> batch_table() {
   // The rules that relate global, micro and bn_group need the world size: validation.cpp.
   return {{
-      field("bn_group", &BatchConfig::bn_group, at_least(0)),
-      field("global", &BatchConfig::global, greater_than(0)),
-      field("micro", &BatchConfig::micro, at_least(0)),
+      field("bn_group", &BatchConfig::bn_group, both(at_least(0), max_batch())),
+      field("global", &BatchConfig::global, both(greater_than(0), max_batch())),
+      field("micro", &BatchConfig::micro, both(at_least(0), max_batch())),
   }};
 }
 

@@ -70,6 +70,38 @@ TEST(Limits, StepAndEpochCountsHaveAnUpperBoundSoDerivedStepsCannotOverflow) {
              14, "element 0 must be <= 1000000");
 }
 
+// A diagnostic about `key` saying "must be <= BOUND" (other rules may speak too: a batch of 2^23 is
+// also larger than the data set).
+void expect_bound(const std::string& table, const std::string& line, const std::string& key,
+                  const std::string& bound) {
+  const auto diagnostics = diagnostics_of(doc(table, line));
+  bool found = false;
+  for (const auto& d : diagnostics) {
+    found = found || (d.key == key && d.rule.find("must be <= " + bound) != std::string::npos &&
+                      d.line == 3);
+  }
+  EXPECT_TRUE(found) << line << "\n" << describe(diagnostics);
+}
+
+TEST(Limits, ModelImageSequenceAndBatchSizesHaveUpperBounds) {
+  // Each allocates in proportion (a weight matrix, an embedding, a batch): a typo with three extra
+  // zeros is refused here with its position, not by a failed allocation minutes into a run.
+  expect_bound("model", "width = 4097", "model.width", "4096");
+  expect_bound("model", "num_classes = 10000001", "model.num_classes", "10000000");
+  expect_bound("model", "vocab_size = 10000001", "model.vocab_size", "10000000");
+  expect_bound("model", "max_seq_len = 1048577", "model.max_seq_len", "1048576");
+  expect_bound("data", "seq_len = 1048577", "data.seq_len", "1048576");
+  expect_bound("data", "seq_len_phase2 = 1048577", "data.seq_len_phase2", "1048576");
+  expect_bound("data", "image_size = 8193", "data.image_size", "8192");
+  expect_bound("data", "eval_resize = 8193", "data.eval_resize", "8192");
+  expect_bound("batch", "global = 8388609", "batch.global", "8388608");
+  expect_bound("batch", "micro = 8388609", "batch.micro", "8388608");
+  expect_bound("batch", "bn_group = 8388609", "batch.bn_group", "8388608");
+  // At the bound nothing is said about the bound.
+  parse_ok(doc("model", "width = 4096"));
+  parse_ok(doc("model", "num_classes = 10000000"));
+}
+
 TEST(Limits, BenchThreadsHasTheSameBound) {
   BenchConfig b;
   b.model = "small_resnet";
