@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "analysis/study_report.h"
@@ -48,11 +49,41 @@ std::string header(const StudyReport& report) {
 }
 
 std::string fit_header() {
-  return "Fit per series: S(B) = S_min + E_min/B, weighted least squares of steps on 1/B with "
-         "weights 1/S^2 (censored cells left out); _se = standard errors from the weighted fit's "
-         "covariance scaled by its residual variance; B_crit = E_min/S_min, its error by "
-         "propagation. B_simple = the mean over the series' trials of each run's average "
-         "noise scale.\n";
+  return fmt::format(
+      "Fit per series: S(B) = S_min + E_min/B, weighted least squares of steps on 1/B with weights "
+      "1/S^2, one point per batch size (the geometric mean over its seeds; a batch with a censored "
+      "seed left out); seeds = seeds per batch size; _se = standard errors from the weighted fit's "
+      "covariance scaled by its residual variance; B_crit = E_min/S_min, its error by propagation; "
+      "_95% = the 2.5th-97.5th percentiles over {} bootstrap resamples of the series' seeds, each "
+      "refitted (\"one seed\": no interval, the _se stand). B_simple = the mean over the series' "
+      "trials of each run's average noise scale.\n",
+      results::kSeedResamples);
+}
+
+// "3", or "1-3" when the batch sizes ran with different numbers of seeds.
+std::string seeds_text(const SeriesFit& f) {
+  if (f.batch_seeds.empty()) return "";
+  const auto [low, high] = std::minmax_element(
+      f.batch_seeds.begin(), f.batch_seeds.end(),
+      [](const BatchSeeds& a, const BatchSeeds& b) { return a.seeds < b.seeds; });
+  return low->seeds == high->seeds ? fmt::format("{}", low->seeds)
+                                   : fmt::format("{}-{}", low->seeds, high->seeds);
+}
+
+// The bootstrap interval of one parameter: "low-high" ("one seed" where there is nothing to
+// resample, "none" where no resample gave a critical batch), empty without a fit.
+std::string interval_text(const SeriesFit& f,
+                          std::optional<results::Interval> results::SeedBootstrap::*field,
+                          int decimals) {
+  if (!f.fit) return "";
+  if (!f.bootstrap) return "one seed";
+  const auto& interval = (*f.bootstrap).*field;
+  if (!interval) return "none";
+  return fmt::format("{:.{}f}-{:.{}f}", interval->low, decimals, interval->high, decimals);
+}
+
+json interval_json(const std::optional<results::Interval>& interval) {
+  return interval ? json::array({interval->low, interval->high}) : json(nullptr);
 }
 
 std::string cost_line(const StudyCost& cost) {
@@ -108,7 +139,20 @@ json fit_json(const SeriesFit& f) {
             {"searching", f.searching},
             {"b_simple", optional_json(f.b_simple)},
             {"b_simple_runs", f.b_simple_runs},
-            {"fit", nullptr}};
+            {"batch_seeds", json::array()},
+            {"fit", nullptr},
+            {"bootstrap", nullptr}};
+  for (const auto& b : f.batch_seeds) {
+    j["batch_seeds"].push_back({{"batch", b.batch}, {"seeds", b.seeds}, {"reached", b.reached}});
+  }
+  if (f.bootstrap) {
+    j["bootstrap"] = {{"seeds", f.bootstrap->seeds},
+                      {"resamples", f.bootstrap->resamples},
+                      {"without_b_crit", f.bootstrap->without_b_crit},
+                      {"b_crit", interval_json(f.bootstrap->b_crit)},
+                      {"s_min", interval_json(f.bootstrap->s_min)},
+                      {"e_min", interval_json(f.bootstrap->e_min)}};
+  }
   if (f.fit) {
     j["fit"] = {{"points", f.fit->points},
                 {"batches", f.fit->batches},
@@ -176,14 +220,19 @@ results::QueryResult study_fit_table(const StudyReport& report) {
     auto maybe = [&](std::optional<double> results::ScalingFit::*field) {
       return fit ? fit->*field : std::nullopt;
     };
+    using results::SeedBootstrap;
     b.text("series", f.series);
     b.integer("points", fit ? fit->points : 0);
+    b.text("seeds", seeds_text(f));
     b.number("S_min", value(&results::ScalingFit::s_min), "{:.1f}");
     b.number("S_min_se", maybe(&results::ScalingFit::s_min_se), "{:.1f}");
+    b.text("S_min_95%", interval_text(f, &SeedBootstrap::s_min, 1));
     b.number("E_min", value(&results::ScalingFit::e_min), "{:.0f}");
     b.number("E_min_se", maybe(&results::ScalingFit::e_min_se), "{:.0f}");
+    b.text("E_min_95%", interval_text(f, &SeedBootstrap::e_min, 0));
     b.number("B_crit", maybe(&results::ScalingFit::b_crit), "{:.0f}");
     b.number("B_crit_se", maybe(&results::ScalingFit::b_crit_se), "{:.0f}");
+    b.text("B_crit_95%", interval_text(f, &SeedBootstrap::b_crit, 0));
     b.number("B_simple", f.b_simple, "{:.0f}");
     b.integer("B_simple_runs", f.b_simple_runs);
     const auto b_crit = maybe(&results::ScalingFit::b_crit);

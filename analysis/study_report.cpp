@@ -133,26 +133,63 @@ void average_noise_scale(const StudyCellSummary& c, const StudyRecords& records,
   }
 }
 
+// The series' cells at one batch size, by status; the seeds as sets, so a seed with a cell in two
+// sweeps counts once.
+struct BatchCells {
+  std::set<int64_t> seeds, reached_seeds, censored_seeds;
+  std::vector<const StudyCellSummary*> reached;
+  int64_t cap_steps = 0;  // the largest cap of the censored cells
+};
+
+bool has_reached(const StudyCellSummary& c) {
+  return c.cell.status == "reached" && c.cell.steps_to_target && *c.cell.steps_to_target > 0;
+}
+
+// One point per batch size (results/seed_bootstrap.h): a batch counts as reached only when every
+// seed that finished reached, since a mean over the seeds that happened to reach would be biased
+// low; cells still searching stay out until they finish.
 SeriesFit fit_series(const std::string& series, const std::vector<const StudyCellSummary*>& cells,
                      const StudyRecords& records) {
   SeriesFit out;
   out.series = series;
   out.optimizer = cells.front()->cell.optimizer;
-  std::vector<results::FitPoint> points;
+  std::map<int64_t, BatchCells> batches;
   std::vector<double> run_means;
   for (const auto* c : cells) {
     average_noise_scale(*c, records, run_means);
-    if (c->cell.status == "reached" && c->cell.steps_to_target && *c->cell.steps_to_target > 0) {
-      points.push_back({static_cast<double>(c->cell.global_batch), *c->cell.steps_to_target, false,
-                        cell_name(*c)});
+    auto& batch = batches[c->cell.global_batch];
+    batch.seeds.insert(c->cell.seed);
+    if (has_reached(*c)) {
+      batch.reached.push_back(c);
+      batch.reached_seeds.insert(c->cell.seed);
     } else if (c->cell.status == "censored") {
-      points.push_back({static_cast<double>(c->cell.global_batch),
-                        static_cast<double>(c->cell.cap_steps), true, cell_name(*c)});
+      batch.censored_seeds.insert(c->cell.seed);
+      batch.cap_steps = std::max(batch.cap_steps, c->cell.cap_steps);
     } else {
       out.searching.push_back(cell_name(*c));
     }
   }
+  std::vector<results::SeedSteps> fitted;  // the reached cells of the batches that are points
+  std::vector<results::FitPoint> censored;
+  for (const auto& [batch, b] : batches) {
+    out.batch_seeds.push_back(
+        {batch, static_cast<int>(b.seeds.size()), static_cast<int>(b.reached_seeds.size())});
+    if (!b.censored_seeds.empty()) {
+      std::set<int64_t> decided = b.reached_seeds;
+      decided.insert(b.censored_seeds.begin(), b.censored_seeds.end());
+      censored.push_back({static_cast<double>(batch), static_cast<double>(b.cap_steps), true,
+                          fmt::format("batch {} ({} of {} seeds reached)", batch,
+                                      b.reached_seeds.size(), decided.size())});
+      continue;
+    }
+    for (const auto* c : b.reached) {
+      fitted.push_back({static_cast<double>(batch), c->cell.seed, *c->cell.steps_to_target});
+    }
+  }
+  auto points = results::seed_mean_points(fitted);
+  points.insert(points.end(), censored.begin(), censored.end());
   out.fit = results::fit_scaling(points);
+  if (out.fit) out.bootstrap = results::bootstrap_seed_fit(fitted);
   if (!run_means.empty()) {
     double sum = 0.0;
     for (double v : run_means) sum += v;
@@ -190,16 +227,34 @@ StudyCost cost_of(const std::vector<StudyTrialRecord>& trials) {
   return cost;
 }
 
+// "64: 3, 128: 3, 256: 1" when the batch sizes of a series ran with different numbers of seeds.
+std::optional<std::string> unequal_seeds(const SeriesFit& f) {
+  std::set<int> counts;
+  std::vector<std::string> parts;
+  for (const auto& b : f.batch_seeds) {
+    counts.insert(b.seeds);
+    parts.push_back(fmt::format("{}: {}", b.batch, b.seeds));
+  }
+  if (counts.size() < 2) return std::nullopt;
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
   std::vector<std::string> out;
   for (const auto& f : fits) {
+    if (const auto seeds = unequal_seeds(f)) {
+      out.push_back(fmt::format(
+          "{}: seeds differ across batch sizes ({}): each batch is one point (the geometric mean "
+          "over its seeds){}",
+          f.series, *seeds, f.bootstrap ? "; the interval resamples seeds" : ""));
+    }
     if (!f.fit) {
       out.push_back(
           fmt::format("{}: no fit: fewer than 2 batch sizes reached the target", f.series));
       continue;
     }
     if (!f.fit->excluded.empty()) {
-      out.push_back(fmt::format("{}: censored cells left out of the fit: {}", f.series,
+      out.push_back(fmt::format("{}: censored batches left out of the fit: {}", f.series,
                                 fmt::join(f.fit->excluded, ", ")));
     }
     if (!f.fit->b_crit) {
@@ -207,6 +262,13 @@ std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
           "{}: S_min = {:.4g}, E_min = {:.4g}: no critical batch (the curve has no positive floor "
           "and slope over the measured batches)",
           f.series, f.fit->s_min, f.fit->e_min));
+    }
+    if (f.bootstrap && f.bootstrap->without_b_crit > 0) {
+      out.push_back(fmt::format(
+          "{}: {} of {} seed resamples gave no critical batch (fewer than 2 batch sizes among the "
+          "drawn seeds, or no positive S_min and E_min); the interval is over the other {}",
+          f.series, f.bootstrap->without_b_crit, f.bootstrap->resamples,
+          f.bootstrap->resamples - f.bootstrap->without_b_crit));
     }
   }
   return out;

@@ -1,10 +1,11 @@
 // `batchlab report` on a scaling study (issue 13): per cell the best LR, steps and samples to the
 // target (the crossing interpolated in log-step), the status (reached / censored / searching), the
 // basin width and the seed range; per fit series (an optimizer, split further by any other non-LR,
-// non-batch axis that varies) the fit of S(B) = S_min + E_min / B (results/scaling_fit.h) beside
-// the run-averaged gradient noise scale B_simple of the same trials; and the study's cost in
-// samples. Computed from the study_cells, study_trials and noise_scale rows alone
-// (study_records.h).
+// non-batch axis that varies) the fit of S(B) = S_min + E_min / B (results/scaling_fit.h) on one
+// point per batch size, the geometric mean over its seeds, with an interval from a bootstrap over
+// the seeds (results/seed_bootstrap.h), beside the run-averaged gradient noise scale B_simple of
+// the same trials; and the study's cost in samples. Computed from the study_cells, study_trials and
+// noise_scale rows alone (study_records.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "analysis/study_records.h"
 #include "results/query_result.h"
 #include "results/scaling_fit.h"
+#include "results/seed_bootstrap.h"
 
 namespace batchlab::analysis {
 
@@ -41,11 +43,25 @@ struct StudyCellSummary {
   std::vector<StudyTrialRecord> trials;
 };
 
+// The seeds of one batch size of a series.
+struct BatchSeeds {
+  int64_t batch = 0;
+  int seeds = 0;    // distinct seeds among the series' cells at this batch, searching ones included
+  int reached = 0;  // of them, the seeds with a reached cell
+};
+
 struct SeriesFit {
   std::string series;  // the optimizer, then "k=v" of the axes that vary across the study
   std::string optimizer;
-  std::optional<results::ScalingFit> fit;  // nullopt: fewer than 2 batch sizes reached
-  std::vector<std::string> searching;      // cells still searching, left out of the fit
+  // One point per batch size: the geometric mean of its seeds' steps when every decided seed
+  // reached; a batch with a censored seed is a censored point ("batch 4096 (1 of 2 seeds
+  // reached)"). nullopt: fewer than 2 batch sizes reached.
+  std::optional<results::ScalingFit> fit;
+  std::vector<std::string> searching;   // cells still searching, left out of the fit
+  std::vector<BatchSeeds> batch_seeds;  // ascending batch
+  // Over the seeds of the fitted batches; nullopt without a fit or with one seed (the fit's
+  // standard errors are then the only uncertainty).
+  std::optional<results::SeedBootstrap> bootstrap;
   // Run-averaged noise scale: each trial's mean of its finite noise_scale.b_simple rows, then the
   // mean of those per-run averages over the series' trials that have rows.
   std::optional<double> b_simple;
@@ -78,7 +94,8 @@ results::QueryResult study_fit_table(const StudyReport& report);
 
 // table / markdown: targets, the cell table, the fit table, the cost line and the warnings. csv:
 // the cell table, an empty line, the fit table. json: {"kind": "study", "targets", "cells" (each
-// with its "trials"), "fits", "cost", "warnings"} with unrounded numbers: the figures read it.
+// with its "trials"), "fits" (each with "batch_seeds", "fit" and "bootstrap": the intervals as
+// [low, high]), "cost", "warnings"} with unrounded numbers: the figures read it.
 std::string format_study_report(const StudyReport& report, results::QueryFormat format);
 
 }  // namespace batchlab::analysis

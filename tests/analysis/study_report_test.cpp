@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/analysis/study_db.h"
@@ -22,17 +23,22 @@ struct ExpectedFit {
   double s, e, s_se, e_se, b, b_se;
 };
 
-// Weighted least squares of S on 1/B (w = 1/S^2) over the reached nesterov cells of "study1",
-// solved with the uncentred normal equations; errors from (X'WX)^-1 scaled by the residuals.
+// Weighted least squares of S on 1/B (w = 1/S^2) over the reached nesterov batches of "study1", one
+// point per batch (the geometric mean of its seeds: only 256 has three), solved with the uncentred
+// normal equations; errors from (X'WX)^-1 scaled by the residuals.
 ExpectedFit expected_nesterov_fit() {
   double a00 = 0, a01 = 0, a11 = 0, v0 = 0, v1 = 0;
-  std::vector<std::pair<double, double>> points;
+  std::map<int, std::pair<double, int>> products;  // batch -> product of its seeds' steps, seeds
   for (const auto& c : testing::hand_cells()) {
     if (c.sweep == "study1" && c.optimizer == "nesterov" && c.status == "reached") {
-      points.emplace_back(c.batch, *c.steps);
+      auto& [product, n] = products.try_emplace(c.batch, 1.0, 0).first->second;
+      product *= *c.steps;
+      ++n;
     }
   }
-  EXPECT_EQ(points.size(), 8u);
+  std::vector<std::pair<double, double>> points;
+  for (const auto& [b, pn] : products) points.emplace_back(b, std::pow(pn.first, 1.0 / pn.second));
+  EXPECT_EQ(points.size(), 6u);
   for (const auto& [b, y] : points) {
     const double w = 1 / (y * y), x = 1 / b;
     a00 += w, a01 += w * x, a11 += w * x * x, v0 += w * y, v1 += w * x * y;
@@ -84,7 +90,8 @@ TEST_F(StudyReportTest, FitMatchesAnIndependentComputation) {
   // The hand-made curve is S = 100 + 51200/B, perturbed by a few percent.
   EXPECT_NEAR(n.fit->s_min, 100.0, 10.0);
   EXPECT_NEAR(*n.fit->b_crit, 512.0, 80.0);
-  EXPECT_EQ(n.fit->excluded, std::vector<std::string>{"batch 4096 seed 0"});
+  EXPECT_EQ(n.fit->points, 6);  // 64 to 2048, one point each (the three seeds at 256 are one)
+  EXPECT_EQ(n.fit->excluded, std::vector<std::string>{"batch 4096 (0 of 1 seeds reached)"});
   EXPECT_EQ(n.searching, std::vector<std::string>{"batch 8192 seed 0"});
   // Run averages 200 (n64-0) and 400 (n256-0, its NULL and infinite rows skipped), then the mean.
   ASSERT_TRUE(n.b_simple);
@@ -153,7 +160,7 @@ TEST_F(StudyReportTest, BatchlabReportPrintsTheStudy) {
     found = true;
     EXPECT_NEAR(f["fit"]["s_min"].get<double>(), want.s, 1e-9 * want.s);
     EXPECT_NEAR(f["fit"]["b_crit_se"].get<double>(), want.b_se, 1e-9 * want.b_se);
-    EXPECT_EQ(f["fit"]["censored"][0], "batch 4096 seed 0");
+    EXPECT_EQ(f["fit"]["censored"][0], "batch 4096 (0 of 1 seeds reached)");
   }
   EXPECT_TRUE(found);
   const auto table = run_batchlab("report --db " + shell_quote(db));
@@ -161,7 +168,9 @@ TEST_F(StudyReportTest, BatchlabReportPrintsTheStudy) {
   for (const char* text :
        {"Scaling study: 14 cells", "constant: schedule.warmup_fraction=0.05", "seed_range",
         "290.0-312.0", "B_crit_se", "B_simple", "cost: the study trained",
-        "not reached within the cap", "warning: nesterov: censored cells left out of the fit"}) {
+        "not reached within the cap", "warning: nesterov: censored batches left out of the fit",
+        "warning: nesterov: seeds differ across batch sizes (64: 1, 128: 1, 256: 3, 512: 1, 1024: "
+        "1, 2048: 1, 4096: 1, 8192: 1)"}) {
     EXPECT_NE(table.output.find(text), std::string::npos) << text << "\n" << table.output;
   }
   const auto csv = run_batchlab("report --db " + shell_quote(db) + " --format csv");
@@ -170,7 +179,9 @@ TEST_F(StudyReportTest, BatchlabReportPrintsTheStudy) {
   EXPECT_EQ(csv.output.rfind("optimizer,batch,seed,status,best_lr,steps,", 0), 0u) << csv.output;
   const auto md = run_batchlab("report --db " + shell_quote(db) + " --format markdown");
   ASSERT_EQ(md.exit_code, 0) << md.output;
-  EXPECT_NE(md.output.find("| series | points | S_min |"), std::string::npos) << md.output;
+  EXPECT_NE(md.output.find("| series | points | seeds | S_min | S_min_se | S_min_95% |"),
+            std::string::npos)
+      << md.output;
 }
 
 TEST(StudyReportSeries, AnAxisThatVariesSplitsTheFit) {
