@@ -88,6 +88,36 @@ function(_batchlab_write_unity out target index)
   set(${out} ${file} PARENT_SCOPE)
 endfunction()
 
+# ccache and the precompiled header. GCC's .gch records the absolute path of every header it read,
+# so it differs between clones at different paths, and ccache, which hashes it into every file
+# that uses it, would miss for all of them in a new clone. With CCACHE_PCH_EXTSUM=true
+# (scripts/build.sh) ccache hashes NAME.gch.sum instead: written here, at configure time, from
+# what the header's content depends on that the compile lines do not show: the compiler, the
+# LibTorch installed (a pip install's RECORD lists the SHA-256 of every file it installed; a
+# reinstall rewrites it and so re-runs this configure) and cmake/torch_pch.h. The flags and the
+# include directories are on every compile line and hashed there.
+function(_batchlab_write_pch_checksum target)
+  batchlab_torch_site_packages(site)
+  set(records "")
+  if(site)
+    file(GLOB records "${site}/torch-*.dist-info/RECORD")
+  endif()
+  set(inputs "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}" "LibTorch ${Torch_VERSION}")
+  if(NOT records)
+    # No RECORD (a LibTorch not installed by pip): key on where it is, so only builds against
+    # this very install share entries.
+    list(APPEND inputs "${Torch_DIR}")
+  endif()
+  foreach(input ${PROJECT_SOURCE_DIR}/cmake/torch_pch.h ${records})
+    file(SHA256 ${input} hash)
+    list(APPEND inputs ${hash})
+  endforeach()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${records})
+  string(SHA256 sum "${inputs}")
+  file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.dir/cmake_pch.hxx.gch.sum
+       CONTENT "${sum}\n" @ONLY)
+endfunction()
+
 # Applies the project's warning flags, include root and (for targets using LibTorch) the shared
 # precompiled LibTorch header. The first torch target builds the PCH; the rest reuse it, so the
 # 15-20 s cost of parsing torch/torch.h is paid once per build.
@@ -103,6 +133,7 @@ function(batchlab_configure_target target)
       if(NOT pch_owner)
         target_precompile_headers(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/torch_pch.h)
         set_property(GLOBAL PROPERTY BATCHLAB_PCH_OWNER ${target})
+        _batchlab_write_pch_checksum(${target})
       else()
         target_precompile_headers(${target} REUSE_FROM ${pch_owner})
       endif()
