@@ -93,7 +93,8 @@ endfunction()
 # that uses it, would miss for all of them in a new clone. With CCACHE_PCH_EXTSUM=true
 # (scripts/build.sh) ccache hashes NAME.gch.sum instead: written here, at configure time, from
 # what the header's content depends on that the compile lines do not show: the compiler, the
-# LibTorch installed (a pip install's RECORD lists the SHA-256 of every file it installed; a
+# LibTorch headers installed (a pip install's RECORD lists the SHA-256 of every file it installed;
+# only its torch/include/ lines count, since its bin/ scripts name the virtualenv's own path; a
 # reinstall rewrites it and so re-runs this configure) and cmake/torch_pch.h. The flags and the
 # include directories are on every compile line and hashed there.
 function(_batchlab_write_pch_checksum target)
@@ -102,14 +103,19 @@ function(_batchlab_write_pch_checksum target)
   if(site)
     file(GLOB records "${site}/torch-*.dist-info/RECORD")
   endif()
-  set(inputs "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}" "LibTorch ${Torch_VERSION}")
+  # Also the versions of the other headers torch/torch.h reads: the CUDA toolkit's and fmt's.
+  set(inputs "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}" "LibTorch ${Torch_VERSION}"
+             "CUDA ${CUDAToolkit_VERSION}" "fmt ${fmt_VERSION}")
   if(NOT records)
     # No RECORD (a LibTorch not installed by pip): key on where it is, so only builds against
     # this very install share entries.
     list(APPEND inputs "${Torch_DIR}")
   endif()
-  foreach(input ${PROJECT_SOURCE_DIR}/cmake/torch_pch.h ${records})
-    file(SHA256 ${input} hash)
+  file(SHA256 ${PROJECT_SOURCE_DIR}/cmake/torch_pch.h hash)
+  list(APPEND inputs ${hash})
+  foreach(record ${records})
+    file(STRINGS ${record} headers REGEX "^torch/include/")
+    string(SHA256 hash "${headers}")
     list(APPEND inputs ${hash})
   endforeach()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${records})
