@@ -10,6 +10,7 @@
 
 #include "results/store.h"
 #include "tests/cli/cli_runner.h"
+#include "tests/results/test_support.h"
 
 namespace batchlab::cli {
 namespace {
@@ -84,14 +85,7 @@ TEST(BadInputFiles, QueryOfACorruptDatabaseSaysSoNamingTheFile) {
       store.upsert_run(run);
     }
   }
-  const auto size = fs::file_size(db);
-  ASSERT_GT(size, 4u * 4096u);
-  {
-    std::fstream file(db, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(4096);
-    const std::string garbage(size - 4096, '\xab');
-    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
-  }
+  results::testing::corrupt_all_but_first_page(db);
   const auto r = run_batchlab("query --db " + shell_quote(db) + " \"SELECT * FROM runs\"");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, db + ": the database file is corrupt or not a SQLite database"))

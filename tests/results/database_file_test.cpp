@@ -115,15 +115,7 @@ TEST(DatabaseFile, ACorruptDatabaseIsReportedAsCorruptNamingTheFile) {
   const std::string db = dir.file("sweep.db");
   make_database(db);
   for (const char* side : {"-wal", "-shm"}) fs::remove(db + side);
-  // Garbage over every page but the first (the header and the root of the schema).
-  const auto size = fs::file_size(db);
-  ASSERT_GT(size, 4u * 4096u);
-  {
-    std::fstream file(db, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(4096);
-    const std::string garbage(size - 4096, '\xab');
-    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
-  }
+  testing::corrupt_all_but_first_page(db);
   const auto m = input_error([&] { query_readonly(db, "SELECT * FROM runs"); });
   EXPECT_TRUE(contains(m, db + ": the database file is corrupt or not a SQLite database")) << m;
   EXPECT_FALSE(contains(m, "invalid SQL")) << m;

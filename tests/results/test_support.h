@@ -8,12 +8,24 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace batchlab::results::testing {
+
+// Writes garbage over every page of the SQLite file `db` but the first (the header and the root of
+// the schema): a file that still opens as a database and fails on its first real query.
+inline void corrupt_all_but_first_page(const std::string& db) {
+  const auto size = std::filesystem::file_size(db);
+  ASSERT_GT(size, 4u * 4096u) << db << " is too small to corrupt past its first page";
+  std::fstream file(db, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(4096);
+  const std::string garbage(size - 4096, '\xab');
+  file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+}
 
 // A fresh folder under the system temp dir, removed with the fixture.
 class TempDir {
