@@ -100,10 +100,12 @@ struct StudySpec {
   std::optional<int64_t> max_samples;  // per-trial cap in samples (steps = ceil(samples / batch))
   std::optional<int64_t> max_steps;    // per-trial cap in steps; neither: the job's schedule
   int64_t evals_per_octave = 3;        // train.evals_per_octave of every trial
-  double warmup = 0.05;   // warmup as a fraction of the cap (at least 5 steps), unless the spec
-                          // sets a schedule.warmup_* key itself
-  Location where;         // the [study] table
-  Location target_where;  // its target (messages about the target name this position)
+  double warmup = 0.05;  // warmup as a fraction of the cap (at least 5 steps), unless the spec
+                         // sets a schedule.warmup_* key itself
+  int64_t prune_min_evals = 3;      // a trial's evaluations past warmup before it may be pruned
+  double prune_min_fraction = 0.5;  // and the fraction of the race leader's steps it must pass
+  Location where;                   // the [study] table
+  Location target_where;            // its target (messages about the target name this position)
 };
 
 struct SpecStorage;  // the parsed document (spec_reader.h)

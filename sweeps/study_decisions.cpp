@@ -96,17 +96,21 @@ std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_
 }
 
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
-                                      const Goal& goal, int64_t warmup_steps) {
+                                      const Goal& goal, const PruneRule& rule) {
   // Only a trial that reached the target leads: two trials still short of it could otherwise
   // prune each other on noisy evaluations and leave the cell with no trial at all.
   const auto leader = race_leader(trials, goal);
   if (!leader || *leader == i || steps_to_target(trials[i].curve, goal)) return std::nullopt;
+  const double leader_steps = *steps_to_target(trials[*leader].curve, goal);
   // The trial's best metric so far, not its latest: one noisy evaluation must not end it.
   std::optional<double> best;
+  int64_t evals_past_warmup = 0;
   for (const auto& p : trials[i].curve) {
+    if (p.step > rule.warmup_steps) ++evals_past_warmup;
     if (!p.value || !std::isfinite(*p.value)) continue;
     if (!best || at_least_as_good(goal, *p.value, *best)) best = p.value;
-    if (p.step <= warmup_steps) continue;
+    if (p.step <= rule.warmup_steps || evals_past_warmup < rule.min_evals) continue;
+    if (static_cast<double>(p.step) < rule.min_leader_fraction * leader_steps) continue;
     const auto s_leader = crossing(trials[*leader].curve, goal, *best);
     if (s_leader && 2.0 * *s_leader <= static_cast<double>(p.step)) {
       return StopRequest{std::string(results::trial_outcome::kPruned), p.step};

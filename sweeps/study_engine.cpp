@@ -46,13 +46,13 @@ using engine_state::CellState;
 using engine_state::Phase;
 using engine_state::Trial;
 
-namespace {
-
 Curve curve_of(const std::vector<results::EvalRow>& evals, const std::string& metric) {
   Curve curve;
   for (const auto& e : evals) curve.push_back({e.step, study_metric(e, metric)});
   return curve;
 }
+
+namespace {
 
 // The run status and error an outcome stands for, for trials whose outcome was stored.
 void restore_ending(const std::string& stored, const std::optional<std::string>& reason,
@@ -100,6 +100,12 @@ struct StudyEngine::State {
   size_t position_in_cell(size_t t) const {
     const auto& list = cells[trials[t].cell].trials;
     return static_cast<size_t>(std::find(list.begin(), list.end(), t) - list.begin());
+  }
+
+  // When a trial of cell `c` may be pruned: the cell's warmup and the spec's fair-run rule.
+  PruneRule prune_rule(size_t c) const {
+    return PruneRule{cells[c].row.warmup_steps, plan.study().prune_min_evals,
+                     plan.study().prune_min_fraction};
   }
 
   // ---- resume: cells and trials as the database holds them
@@ -311,7 +317,7 @@ struct StudyEngine::State {
         Trial& trial = trials[list[i]];
         if (trial.phase != Phase::running) continue;
         auto request = race_stop(all, i, goal);
-        auto pruned = prune_stop(all, i, goal, cells[c].row.warmup_steps);
+        auto pruned = prune_stop(all, i, goal, prune_rule(c));
         if (pruned && (!request || pruned->step < request->step)) request = pruned;
         if (!request || (trial.stop && trial.stop->step <= request->step)) continue;
         trial.stop = request;

@@ -101,5 +101,7 @@ class StudyEngine {
 
 // The study's metric of an evaluation row (val_acc or val_loss).
 std::optional<double> study_metric(const results::EvalRow& row, const std::string& metric);
+// A trial's curve of that metric, in the rows' order.
+Curve curve_of(const std::vector<results::EvalRow>& evals, const std::string& metric);
 
 }  // namespace batchlab::sweeps::study

@@ -15,9 +15,9 @@ namespace batchlab::sweeps {
 
 namespace {
 
-const std::vector<std::string> kStudyKeys = {"evals_per_octave", "lr_center",   "lr_factor",
-                                             "lr_points_max",    "max_samples", "max_steps",
-                                             "target",           "warmup"};
+const std::vector<std::string> kStudyKeys = {
+    "evals_per_octave", "lr_center", "lr_factor",       "lr_points_max",      "max_samples",
+    "max_steps",        "target",    "prune_min_evals", "prune_min_fraction", "warmup"};
 
 // Experiment keys a study sets on every trial itself; the spec must not assign them. The learning
 // rate may be given a fixed value ([set], [when]: the first batch's centre), never an axis.
@@ -120,6 +120,18 @@ void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
           "warmup", false, [](double x) { return x >= 0.0 && x < 1.0; },
           "must be a fraction of the cap in [0, 1), e.g. 0.05")) {
     study.warmup = *v;
+  }
+  if (auto v = number(
+          "prune_min_evals", true, [](double x) { return x >= 0 && x <= kMaxEvalsPerOctave; },
+          "must be an integer >= 0 (evaluations past warmup before a trial may be pruned) and "
+          "<= 1000")) {
+    study.prune_min_evals = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(
+          "prune_min_fraction", false, [](double x) { return x >= 0.0 && x <= 1.0; },
+          "must be a fraction of the race leader's steps to target in [0, 1], e.g. 0.5 (1: a "
+          "trial is only ever stopped by the race, never pruned)")) {
+    study.prune_min_fraction = *v;
   }
   spec.study = study;
   check_study_owned_keys(spec);

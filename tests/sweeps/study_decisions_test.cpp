@@ -23,6 +23,9 @@ TrialView trial(int64_t k, Curve curve, bool ended = false, std::string status =
   return t;
 }
 
+// The image study's rule (issue 13): prune at the first evaluation past warmup.
+PruneRule after_warmup(int64_t warmup_steps) { return PruneRule{warmup_steps, 0, 0.0}; }
+
 TEST(StudyCrossing, InterpolatesInLogStepBetweenTheEvaluationsAroundTheTarget) {
   const Curve curve = {{1, 0.1}, {2, 0.5}, {4, 0.9}, {8, 0.95}};
   // Half-way from 0.5 to 0.9 is half-way from log 2 to log 4: 2 * sqrt(2).
@@ -75,19 +78,20 @@ TEST(StudyPrune, FiresOnlyAfterWarmupAndOnlyAgainstATrialTwiceAsFast) {
   leader.push_back({64, 0.9});  // reaches the target (0.7): only a trial that reached leads
   const std::vector<TrialView> trials = {trial(0, leader), trial(1, slow), trial(-1, close)};
   // Warmup 10: the first evaluation after it is step 16, although the rule held from step 2.
-  const auto pruned = prune_stop(trials, 1, kAcc, 10);
+  const auto pruned = prune_stop(trials, 1, kAcc, after_warmup(10));
   ASSERT_TRUE(pruned.has_value());
   EXPECT_EQ(pruned->reason, "pruned");
   EXPECT_EQ(pruned->step, 16);
-  EXPECT_EQ(prune_stop(trials, 1, kAcc, 0)->step, 2);
-  EXPECT_FALSE(prune_stop(trials, 1, kAcc, 32).has_value()) << "nothing after warmup";
+  EXPECT_EQ(prune_stop(trials, 1, kAcc, after_warmup(0))->step, 2);
+  EXPECT_FALSE(prune_stop(trials, 1, kAcc, after_warmup(32)).has_value()) << "nothing after warmup";
   // 0.06 x s is reached by the leader at 0.6 x s: within 2x, never pruned.
-  EXPECT_FALSE(prune_stop(trials, 2, kAcc, 0).has_value());
-  EXPECT_FALSE(prune_stop(trials, 0, kAcc, 0).has_value()) << "the leader is never pruned";
+  EXPECT_FALSE(prune_stop(trials, 2, kAcc, after_warmup(0)).has_value());
+  EXPECT_FALSE(prune_stop(trials, 0, kAcc, after_warmup(0)).has_value())
+      << "the leader is never pruned";
   // Exactly twice as fast is enough ("in half as many steps or fewer").
   Curve half;
   for (int64_t s : {2, 4, 8, 16, 32}) half.push_back({s, 0.05 * static_cast<double>(s) / 100.0});
-  EXPECT_EQ(prune_stop({trial(0, leader), trial(1, half)}, 1, kAcc, 0)->step, 2);
+  EXPECT_EQ(prune_stop({trial(0, leader), trial(1, half)}, 1, kAcc, after_warmup(0))->step, 2);
 }
 
 TEST(StudyPrune, TrialsShortOfTheTargetNeverPruneEachOther) {
@@ -97,12 +101,12 @@ TEST(StudyPrune, TrialsShortOfTheTargetNeverPruneEachOther) {
   const Curve a = {{16, 0.40}, {32, 0.20}, {64, 0.60}};
   const Curve b = {{16, 0.10}, {32, 0.45}, {128, 0.30}};
   const std::vector<TrialView> trials = {trial(0, a), trial(1, b)};
-  EXPECT_FALSE(prune_stop(trials, 0, kAcc, 0).has_value());
-  EXPECT_FALSE(prune_stop(trials, 1, kAcc, 0).has_value());
+  EXPECT_FALSE(prune_stop(trials, 0, kAcc, after_warmup(0)).has_value());
+  EXPECT_FALSE(prune_stop(trials, 1, kAcc, after_warmup(0)).has_value());
   // Once `a` reaches, `b` is measured against it.
   Curve reached = a;
   reached.push_back({128, 0.8});
-  EXPECT_TRUE(prune_stop({trial(0, reached), trial(1, b)}, 1, kAcc, 0).has_value());
+  EXPECT_TRUE(prune_stop({trial(0, reached), trial(1, b)}, 1, kAcc, after_warmup(0)).has_value());
 }
 
 TEST(StudyPrune, OneBadEvaluationDoesNotPrune) {
@@ -111,7 +115,47 @@ TEST(StudyPrune, OneBadEvaluationDoesNotPrune) {
   // reached only at step 31: within 2x, so it runs on.
   const Curve leader = {{10, 0.1}, {20, 0.5}, {30, 0.6}, {40, 0.75}};
   const Curve dip = {{16, 0.2}, {32, 0.5}, {48, 0.62}, {56, 0.1}};
-  EXPECT_FALSE(prune_stop({trial(0, leader), trial(1, dip)}, 1, kAcc, 0).has_value());
+  EXPECT_FALSE(prune_stop({trial(0, leader), trial(1, dip)}, 1, kAcc, after_warmup(0)).has_value());
+}
+
+TEST(StudyPrune, WaitsForAFairRunByDefault) {
+  // The leader's metric is 0.1 * step / 100 up to step 32, then 0.9 at 64: it crosses the target
+  // (0.7) at S* = 54.5 (log-step interpolation). The slow trial runs at a quarter of its speed.
+  Curve leader, slow;
+  for (int64_t s : {1, 2, 4, 8, 16, 32, 48, 64, 96, 128}) {
+    slow.push_back({s, 0.025 * static_cast<double>(s) / 100.0});
+  }
+  for (int64_t s : {1, 2, 4, 8, 16, 32})
+    leader.push_back({s, 0.1 * static_cast<double>(s) / 100.0});
+  leader.push_back({64, 0.9});
+  const double s_star = steps_to_target(leader, kAcc).value();
+  ASSERT_GT(s_star, 32.0);
+  ASSERT_LT(s_star, 64.0);
+  const std::vector<TrialView> trials = {trial(0, leader), trial(1, slow)};
+  // The old rule prunes at step 2, 4% of the leader's steps.
+  EXPECT_EQ(prune_stop(trials, 1, kAcc, after_warmup(0))->step, 2);
+  // Defaults, warmup 1: three evaluations past it (2, 4, 8), then the first evaluation at or past
+  // S*/2 = 27.3: step 32.
+  EXPECT_EQ(prune_stop(trials, 1, kAcc, PruneRule{1, 3, 0.5})->step, 32);
+  EXPECT_EQ(PruneRule{}.min_evals, 3);
+  EXPECT_EQ(PruneRule{}.min_leader_fraction, 0.5);
+  // The evaluation count alone: the third evaluation past warmup 1 is step 8.
+  EXPECT_EQ(prune_stop(trials, 1, kAcc, PruneRule{1, 3, 0.0})->step, 8);
+  // The leader's fraction alone: the first evaluation at or past 0.75 S*.
+  const auto late = prune_stop(trials, 1, kAcc, PruneRule{0, 0, 0.75});
+  ASSERT_TRUE(late.has_value());
+  EXPECT_GE(static_cast<double>(late->step), 0.75 * s_star);
+  EXPECT_EQ(late->step, 48);
+  // Fraction 1 and a trial that stops at S* by the race: never pruned within its curve up to S*.
+  Curve until_race;
+  for (const auto& p : slow) {
+    if (static_cast<double>(p.step) < s_star) until_race.push_back(p);
+  }
+  EXPECT_FALSE(prune_stop({trial(0, leader), trial(1, until_race)}, 1, kAcc, PruneRule{0, 0, 1.0})
+                   .has_value());
+  // Evaluations without a finite value still count towards the fair run's evaluations.
+  Curve gaps = {{2, std::nullopt}, {4, std::nullopt}, {8, 0.001}};
+  EXPECT_EQ(prune_stop({trial(0, leader), trial(1, gaps)}, 1, kAcc, PruneRule{1, 3, 0.0})->step, 8);
 }
 
 TEST(StudyOutcome, FollowsHowTheRunEnded) {

@@ -123,25 +123,34 @@ TEST(StudyEngine, ConcurrentTrialsAreStoppedAtTheirNextEvaluation) {
   }
 }
 
-TEST(StudyEngine, PruningWaitsForWarmupAndSparesTrialsWithinTwoX) {
-  // Cap 1000, warmup 5% = 50 steps. The centre reaches at 100; 0.25 is 4x slower (pruned at the
-  // first evaluation after warmup), 1.0 is 1.5x slower (never pruned: stopped by the race).
-  Harness h("\"batch.global\" = [64]", "max_steps = 1000");
-  auto source = h.source(3, [](double lr, int64_t, int64_t step) {
-    return sqrt_curve(lr == 0.5 ? 100.0 : lr == 0.25 ? 400.0 : 150.0, step);
-  });
-  h.run(source);
-  auto trials = h.trials_by_lr();
-  EXPECT_EQ(h.store.read_study_cells("st")[0].warmup_steps, 50);
-  const auto& slow = trials[0.25];
-  EXPECT_EQ(slow.outcome, "pruned");
-  ASSERT_FALSE(source.requests[slow.run_id].empty());
-  const auto& request = source.requests[slow.run_id].front();
-  EXPECT_EQ(request.reason, "pruned");
-  EXPECT_EQ(request.step, h.eval_at_or_after(51, 1000)) << "the first evaluation after warmup";
-  const auto& close = trials[1.0];
-  EXPECT_EQ(close.outcome, "stopped_by_race");
-  for (const auto& r : source.requests[close.run_id]) EXPECT_NE(r.reason, "pruned");
+TEST(StudyEngine, PruningWaitsForAFairRunAndSparesTrialsWithinTwoX) {
+  // Cap 1000, warmup 5% = 50 steps. The centre reaches at 100; 0.25 is 4x slower (pruned), 1.0 is
+  // 1.5x slower (never pruned: stopped by the race). By default the slow trial is pruned at its
+  // third evaluation past warmup (and past half of the leader's 100 steps); with the image study's
+  // rule (prune_min_evals = 0, prune_min_fraction = 0) at its first evaluation after warmup.
+  for (const bool fair : {true, false}) {
+    Harness h("\"batch.global\" = [64]",
+              fair ? "max_steps = 1000"
+                   : "max_steps = 1000\nprune_min_evals = 0\nprune_min_fraction = 0");
+    auto source = h.source(3, [](double lr, int64_t, int64_t step) {
+      return sqrt_curve(lr == 0.5 ? 100.0 : lr == 0.25 ? 400.0 : 150.0, step);
+    });
+    h.run(source);
+    auto trials = h.trials_by_lr();
+    EXPECT_EQ(h.store.read_study_cells("st")[0].warmup_steps, 50);
+    const auto& slow = trials[0.25];
+    EXPECT_EQ(slow.outcome, "pruned");
+    ASSERT_FALSE(source.requests[slow.run_id].empty());
+    const auto& request = source.requests[slow.run_id].front();
+    EXPECT_EQ(request.reason, "pruned");
+    const int64_t first = h.eval_at_or_after(51, 1000);
+    const int64_t third = h.eval_at_or_after(h.eval_at_or_after(first + 1, 1000) + 1, 1000);
+    EXPECT_EQ(request.step, fair ? third : first)
+        << (fair ? "the third" : "the first") << " evaluation after warmup";
+    const auto& close = trials[1.0];
+    EXPECT_EQ(close.outcome, "stopped_by_race");
+    for (const auto& r : source.requests[close.run_id]) EXPECT_NE(r.reason, "pruned");
+  }
 }
 
 TEST(StudyEngine, TheBracketExtendsFromAnEdgeUntilTheBestIsInterior) {

@@ -34,9 +34,12 @@ TEST(StudySpec, ReadsTheKeysWithTheirDefaults) {
   EXPECT_FALSE(s.study->lr_center.has_value());
   EXPECT_EQ(s.study->evals_per_octave, 3);
   EXPECT_DOUBLE_EQ(s.study->warmup, 0.05);
+  EXPECT_EQ(s.study->prune_min_evals, 3);
+  EXPECT_DOUBLE_EQ(s.study->prune_min_fraction, 0.5);
   SweepFiles all(spec(kGrid, std::string(kTarget) +
                                  "\nlr_factor = 3\nlr_points_max = 4\nlr_center = 0.2\n"
-                                 "max_samples = 64000\nevals_per_octave = 4\nwarmup = 0.1"));
+                                 "max_samples = 64000\nevals_per_octave = 4\nwarmup = 0.1\n"
+                                 "prune_min_evals = 0\nprune_min_fraction = 1"));
   const auto t = all.spec();
   EXPECT_EQ(t.study->lr_factor, 3.0);
   EXPECT_EQ(t.study->lr_points_max, 4);
@@ -44,6 +47,22 @@ TEST(StudySpec, ReadsTheKeysWithTheirDefaults) {
   EXPECT_EQ(t.study->max_samples, 64000);
   EXPECT_EQ(t.study->evals_per_octave, 4);
   EXPECT_DOUBLE_EQ(t.study->warmup, 0.1);
+  EXPECT_EQ(t.study->prune_min_evals, 0);
+  EXPECT_DOUBLE_EQ(t.study->prune_min_fraction, 1.0);
+}
+
+TEST(StudySpec, BadPruningRulesAreNamed) {
+  SweepFiles files(
+      spec(kGrid, std::string(kTarget) + "\nprune_min_evals = -1\nprune_min_fraction = 1.5"));
+  const auto message = config_error([&] { files.spec(); });
+  EXPECT_TRUE(contains(message,
+                       "spec.toml:10:19: study.prune_min_evals = -1: must be an integer "
+                       ">= 0"))
+      << message;
+  EXPECT_TRUE(contains(message,
+                       "spec.toml:11:22: study.prune_min_fraction = 1.5: must be a "
+                       "fraction of the race leader's steps to target in [0, 1]"))
+      << message;
 }
 
 TEST(StudySpec, UnknownKeyGetsADidYouMeanWithItsPosition) {
