@@ -33,6 +33,10 @@ std::string cell_note(const StudyCellSummary& c) {
     return fmt::format("not reached within the cap of {} steps", c.cell.cap_steps);
   }
   if (c.cell.status == "searching") return "still searching";
+  if (!c.pruned_neighbours.empty()) {
+    return fmt::format("best LR interior only by pruning (LR point {} pruned)",
+                       fmt::join(c.pruned_neighbours, " and "));
+  }
   return "";
 }
 
@@ -89,9 +93,11 @@ json interval_json(const std::optional<results::Interval>& interval) {
 std::string cost_line(const StudyCost& cost) {
   if (!cost.ratio) return "cost: no samples trained yet\n";
   return fmt::format(
-      "cost: the study trained {} samples; the same LR grid with every trial run to its cap would "
-      "have trained {} samples ({:.2f}x more)\n",
-      cost.samples_trained, cost.samples_at_cap, *cost.ratio);
+      "cost: the study trained {} samples. The same LR points as a grid: run to the cap, {} "
+      "samples ({:.2f}x the study's); each stopped at its cell's winning step (hindsight, a lower "
+      "bound for any grid of these points), {} samples ({:.2f}x)\n",
+      cost.samples_trained, cost.samples_at_cap, *cost.ratio, cost.samples_at_winner,
+      cost.ratio_at_winner.value_or(0.0));
 }
 
 json trial_json(const StudyTrialRecord& t) {
@@ -130,6 +136,7 @@ json cell_json(const StudyCellSummary& c) {
           {"seeds", c.seeds},
           {"seed_min", optional_json(c.seed_min)},
           {"seed_max", optional_json(c.seed_max)},
+          {"pruned_neighbours", c.pruned_neighbours},
           {"trials", trials}};
 }
 
@@ -151,7 +158,11 @@ json fit_json(const SeriesFit& f) {
                       {"without_b_crit", f.bootstrap->without_b_crit},
                       {"b_crit", interval_json(f.bootstrap->b_crit)},
                       {"s_min", interval_json(f.bootstrap->s_min)},
-                      {"e_min", interval_json(f.bootstrap->e_min)}};
+                      {"e_min", interval_json(f.bootstrap->e_min)},
+                      {"band", json::array()}};
+    for (const auto& p : f.bootstrap->band) {
+      j["bootstrap"]["band"].push_back({p.batch, p.steps.low, p.steps.high});
+    }
   }
   if (f.fit) {
     j["fit"] = {{"points", f.fit->points},
@@ -180,7 +191,9 @@ std::string study_json(const StudyReport& report) {
   j["cost"] = {{"trials", report.cost.trials},
                {"samples_trained", report.cost.samples_trained},
                {"samples_at_cap", report.cost.samples_at_cap},
-               {"ratio", optional_json(report.cost.ratio)}};
+               {"ratio", optional_json(report.cost.ratio)},
+               {"samples_at_winner", report.cost.samples_at_winner},
+               {"ratio_at_winner", optional_json(report.cost.ratio_at_winner)}};
   j["warnings"] = report.warnings;
   return j.dump(2) + "\n";
 }

@@ -87,6 +87,7 @@ void summarize_trials(const std::vector<StudyTrialRecord>& trials,
         best = t.steps_to_target;
       }
     }
+    c.pruned_neighbours = pruned_neighbours(c.cell, c.trials);
     if (!best) continue;
     c.basin_width = static_cast<int>(std::count_if(c.trials.begin(), c.trials.end(), [&](auto& t) {
       return t.outcome == "reached" && t.steps_to_target &&
@@ -213,20 +214,6 @@ std::vector<SeriesFit> fit_all(const std::vector<StudyCellSummary>& cells,
   return fits;
 }
 
-StudyCost cost_of(const std::vector<StudyTrialRecord>& trials) {
-  StudyCost cost;
-  cost.trials = static_cast<int>(trials.size());
-  for (const auto& t : trials) {
-    cost.samples_trained += t.samples_trained.value_or(0);
-    cost.samples_at_cap += t.cap_samples.value_or(0);
-  }
-  if (cost.samples_trained > 0) {
-    cost.ratio =
-        static_cast<double>(cost.samples_at_cap) / static_cast<double>(cost.samples_trained);
-  }
-  return cost;
-}
-
 // "64: 3, 128: 3, 256: 1" when the batch sizes of a series ran with different numbers of seeds.
 std::optional<std::string> unequal_seeds(const SeriesFit& f) {
   std::set<int> counts;
@@ -237,6 +224,19 @@ std::optional<std::string> unequal_seeds(const SeriesFit& f) {
   }
   if (counts.size() < 2) return std::nullopt;
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// How many cells' best rate is interior only because a neighbour was pruned.
+std::optional<std::string> pruning_warning(const std::vector<StudyCellSummary>& cells) {
+  std::vector<std::string> names;
+  for (const auto& c : cells) {
+    if (!c.pruned_neighbours.empty()) names.push_back(c.cell.optimizer + " " + cell_name(c));
+  }
+  if (names.empty()) return std::nullopt;
+  return fmt::format(
+      "{} of {} cells have a best LR that is interior only because a neighbouring LR point was "
+      "pruned (marked in the note column; run on, it might have won and moved the search): {}",
+      names.size(), cells.size(), fmt::join(names, ", "));
 }
 
 std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
@@ -288,8 +288,9 @@ StudyReport build_study_report(const std::string& db_path, const StudyReportOpti
   summarize_trials(records.trials, report.cells);
   summarize_seeds(report.cells);
   report.fits = fit_all(report.cells, records);
-  report.cost = cost_of(records.trials);
+  report.cost = study_cost(records.cells, records.trials);
   report.warnings = warnings_of(report.fits);
+  if (const auto pruned = pruning_warning(report.cells)) report.warnings.push_back(*pruned);
   return report;
 }
 

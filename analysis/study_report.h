@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/study_audit.h"
 #include "analysis/study_records.h"
 #include "results/query_result.h"
 #include "results/scaling_fit.h"
@@ -41,6 +42,9 @@ struct StudyCellSummary {
   std::optional<double> seed_min,
       seed_max;  // their steps to target (reached cells), when seeds > 1
   std::vector<StudyTrialRecord> trials;
+  // The pruned learning-rate points next to an interior best (study_audit.h): its best rate is
+  // interior only because of them.
+  std::vector<int64_t> pruned_neighbours;
 };
 
 // The seeds of one batch size of a series.
@@ -66,13 +70,6 @@ struct SeriesFit {
   // mean of those per-run averages over the series' trials that have rows.
   std::optional<double> b_simple;
   int b_simple_runs = 0;
-};
-
-struct StudyCost {
-  int trials = 0;
-  int64_t samples_trained = 0;  // sum of study_trials.samples_trained
-  int64_t samples_at_cap = 0;   // sum of study_trials.cap_samples: every trial run to its cap
-  std::optional<double> ratio;  // samples_at_cap / samples_trained
 };
 
 struct StudyReport {

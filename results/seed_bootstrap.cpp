@@ -93,6 +93,13 @@ std::optional<SeedBootstrap> bootstrap_seed_fit(const std::vector<SeedSteps>& ce
   out.resamples = resamples;
   std::mt19937_64 generator(generator_seed);
   std::vector<double> b_crit, s_min, e_min;
+  // The band's batches: the fitted range on a log grid.
+  std::vector<double> band_batches;
+  const double low = logs.begin()->first, high = logs.rbegin()->first;
+  for (int i = 0; i < kBandPoints; ++i) {
+    band_batches.push_back(low * std::pow(high / low, i / static_cast<double>(kBandPoints - 1)));
+  }
+  std::vector<std::vector<double>> band(band_batches.size());
   std::map<int64_t, int> draw;
   for (int r = 0; r < resamples; ++r) {
     draw.clear();
@@ -108,11 +115,17 @@ std::optional<SeedBootstrap> bootstrap_seed_fit(const std::vector<SeedSteps>& ce
     b_crit.push_back(*fit->b_crit);
     s_min.push_back(fit->s_min);
     e_min.push_back(fit->e_min);
+    for (size_t i = 0; i < band_batches.size(); ++i) {
+      band[i].push_back(fit->s_min + fit->e_min / band_batches[i]);
+    }
   }
   if (!b_crit.empty()) {
     out.b_crit = central_interval(std::move(b_crit));
     out.s_min = central_interval(std::move(s_min));
     out.e_min = central_interval(std::move(e_min));
+    for (size_t i = 0; i < band_batches.size(); ++i) {
+      out.band.push_back({band_batches[i], central_interval(std::move(band[i]))});
+    }
   }
   return out;
 }

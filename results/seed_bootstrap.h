@@ -56,7 +56,16 @@ struct SeedBootstrap {
   // The 2.5th and 97.5th percentiles over the resamples that gave a B_crit (linear interpolation
   // between order statistics); nullopt when none did.
   std::optional<Interval> b_crit, s_min, e_min;
+  // The curve's pointwise interval: at kBandPoints batches evenly spaced on a log axis from the
+  // smallest to the largest fitted batch, the same percentiles of S(B) = S_min + E_min / B over
+  // those resamples (empty when none gave a B_crit). The figures shade it.
+  struct BandPoint {
+    double batch = 0.0;
+    Interval steps;
+  };
+  std::vector<BandPoint> band;
 };
+inline constexpr int kBandPoints = 33;
 
 // The bootstrap over the seeds of `cells` (reached cells of the batches the fit keeps); nullopt
 // with fewer than two distinct seeds, where there is nothing to resample.
