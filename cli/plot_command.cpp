@@ -3,7 +3,8 @@
 // standard library's sqlite3). The scripts run alone too; this command checks the arguments first
 // and maps the script's outcome to batchlab's exit codes. The study figures draw from the study
 // report's JSON (analysis/study_report.h), written here to a temporary file, so the fit they show
-// is the report's own.
+// is the report's own; a figure with one panel per study takes --db A.db,B.db (and --titles
+// "A|B").
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <list>
 
 #include "analysis/study_report.h"
 #include "cli/app.h"
@@ -23,7 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class FigureKind { sweep, one_run, study };
+// study: one study database; studies: one panel per study database (--db A.db,B.db).
+enum class FigureKind { sweep, one_run, study, studies };
 
 struct Figure {
   const char* name;
@@ -49,6 +52,9 @@ const std::vector<Figure>& figures() {
        "study: steps to target vs batch, log-log, with the S(B) fit and the B_simple prediction"},
       {"lr-sensitivity", "lr_sensitivity.py", FigureKind::study,
        "study: steps to target vs LR, one line per batch size, per optimizer"},
+      {"scaling-panels", "scaling_panels.py", FigureKind::studies,
+       "studies: steps to target vs batch, one panel per study (--db A.db,B.db), seed ranges, "
+       "fits with 95% bands"},
   };
   return all;
 }
@@ -76,10 +82,31 @@ const Figure& find_figure(const std::string& name) {
   throw UsageError(fmt::format("--figure {}: unknown figure; one of:\n{}", name, figure_list()));
 }
 
-void check_paths(const std::string& db, const std::string& out) {
+// The databases of --db: one, or for a figure of several studies a comma-separated list.
+std::vector<std::string> databases(const Figure& figure, const std::string& db) {
+  if (figure.kind != FigureKind::studies) return {db};
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= db.size()) {
+    const size_t comma = std::min(db.find(',', start), db.size());
+    if (comma > start) out.push_back(db.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (out.empty()) {
+    throw UsageError(
+        fmt::format("--db {}: give one or more study databases, comma-separated "
+                    "(one panel each)",
+                    db));
+  }
+  return out;
+}
+
+void check_paths(const std::vector<std::string>& dbs, const std::string& out) {
   std::error_code ec;
-  if (!fs::is_regular_file(db, ec)) {
-    throw UsageError(fmt::format("--db {}: no such database file", db));
+  for (const auto& db : dbs) {
+    if (!fs::is_regular_file(db, ec)) {
+      throw UsageError(fmt::format("--db {}: no such database file", db));
+    }
   }
   if (fs::path(out).extension() != ".png") {
     throw UsageError(fmt::format("--out {}: give a .png file name", out));
@@ -93,7 +120,14 @@ void check_paths(const std::string& db, const std::string& out) {
 // Options that do not apply to the figure are refused rather than ignored.
 void check_options(const Figure& figure, const Args& args) {
   const std::string name = figure.name;
-  if (figure.kind == FigureKind::study) {
+  const bool study = figure.kind == FigureKind::study || figure.kind == FigureKind::studies;
+  if (args.value("titles") && figure.kind != FigureKind::studies) {
+    throw UsageError(
+        fmt::format("--titles: figure {} has one panel; --titles names the panels "
+                    "of a figure of several studies (scaling-panels)",
+                    name));
+  }
+  if (study) {
     for (const char* opt : {"where", "run", "metric", "target", "series"}) {
       if (args.value(opt)) {
         throw UsageError(
@@ -117,17 +151,19 @@ void check_options(const Figure& figure, const Args& args) {
 // The study report as JSON in a temporary file, removed with the object.
 struct StudyJson {
   fs::path path;
-  StudyJson(const std::string& db, const std::string& figure) {
+  StudyJson(const std::string& db, const std::string& figure, size_t index) {
     if (!analysis::has_study(db)) {
       throw UsageError(fmt::format(
           "--figure {}: {} holds no scaling study (no study_cells rows); run a sweep with a "
           "[study] section (docs/sweeps.md)",
           figure, db));
     }
-    path = fs::temp_directory_path() / fmt::format("batchlab-plot-{}.json", ::getpid());
+    path = fs::temp_directory_path() / fmt::format("batchlab-plot-{}-{}.json", ::getpid(), index);
     std::ofstream(path) << analysis::format_study_report(analysis::build_study_report(db, {}),
                                                          results::QueryFormat::kJson);
   }
+  StudyJson(const StudyJson&) = delete;
+  StudyJson& operator=(const StudyJson&) = delete;
   ~StudyJson() {
     std::error_code ec;
     if (!path.empty()) fs::remove(path, ec);
@@ -145,7 +181,9 @@ std::vector<std::string> script_command(const Figure& figure, const Args& args,
                     "checkout's analysis/plots)",
                     script.string()));
   }
-  std::vector<std::string> command = {python(), script.string(), "--db", db, "--out", out};
+  std::vector<std::string> command = {python(), script.string(), "--out", out};
+  if (figure.kind != FigureKind::studies) command.insert(command.end(), {"--db", db});
+  if (auto titles = args.value("titles")) command.insert(command.end(), {"--titles", *titles});
   for (const char* opt : {"where", "run", "metric", "target", "series"}) {
     if (auto v = args.value(opt)) {
       command.push_back(std::string("--") + opt);
@@ -186,7 +224,8 @@ int run_script(std::vector<std::string> command) {
 int cmd_plot(const std::vector<std::string>& argv) {
   const std::string usage =
       "batchlab plot --db PATH --figure NAME --out FILE.png [--where SQL] [--run ID] "
-      "[--metric test_acc|test_loss] [--best] [--target VALUE] [--series COLUMNS]\nfigures:\n" +
+      "[--metric test_acc|test_loss] [--best] [--target VALUE] [--series COLUMNS] "
+      "[--titles \"A|B\"]\nfigures:\n" +
       figure_list();
   Args args(argv,
             {{"db", true, false},
@@ -197,6 +236,7 @@ int cmd_plot(const std::vector<std::string>& argv) {
              {"metric", true, false},
              {"target", true, false},
              {"series", true, false},
+             {"titles", true, false},
              {"best", false, false}},
             usage);
   for (const char* required : {"db", "figure", "out"}) {
@@ -207,13 +247,17 @@ int cmd_plot(const std::vector<std::string>& argv) {
   const Figure& figure = find_figure(*args.value("figure"));
   const std::string db = *args.value("db");
   const std::string out = *args.value("out");
-  check_paths(db, out);
+  const std::vector<std::string> dbs = databases(figure, db);
+  check_paths(dbs, out);
   check_options(figure, args);
   auto command = script_command(figure, args, db, out);
-  std::optional<StudyJson> study;
-  if (figure.kind == FigureKind::study) {
-    study.emplace(db, figure.name);
-    command.insert(command.end(), {"--report", study->path.string()});
+  // The study reports, one per panel; a std::list keeps each file's owner in place.
+  std::list<StudyJson> reports;
+  if (figure.kind == FigureKind::study || figure.kind == FigureKind::studies) {
+    std::vector<std::string> paths;
+    for (const auto& d : dbs)
+      paths.push_back(reports.emplace_back(d, figure.name, paths.size()).path);
+    command.insert(command.end(), {"--report", fmt::format("{}", fmt::join(paths, ","))});
   }
   const int code = run_script(std::move(command));
   if (code == 0) {

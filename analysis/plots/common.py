@@ -41,7 +41,10 @@ def parse_args(description, needs_run=False, study=False):
         p.add_argument("--run", default="", help="run id or unique prefix (default: chosen)")
     if study:
         p.add_argument("--report", default="",
-                       help="the study report as JSON (batchlab report --db DB --format json)")
+                       help="the study report as JSON (batchlab report --db DB --format json); "
+                            "figures with one panel per study take several, comma-separated")
+        p.add_argument("--titles", default="",
+                       help="panel titles, separated by | (figures with one panel per study)")
     return p.parse_args()
 
 
@@ -234,11 +237,13 @@ def run_label(db, run_id):
     return f"{opt}, batch {batch}, base_lr {lr:g}, seed {seed} ({run_id[:8]})"
 
 
-def new_figure(ncols=1):
+def new_figure(ncols=1, panel_width=None):
+    """A figure of FIG_SIZE, or of ncols panels each panel_width inches wide."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, ncols, figsize=FIG_SIZE, dpi=DPI)
+    size = FIG_SIZE if panel_width is None else (panel_width * ncols, FIG_SIZE[1] + 0.5)
+    fig, axes = plt.subplots(1, ncols, figsize=size, dpi=DPI)
     return plt, fig, axes
 
 

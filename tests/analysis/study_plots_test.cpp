@@ -47,6 +47,46 @@ INSTANTIATE_TEST_SUITE_P(BothFigures, StudyPlot,
                            return name;
                          });
 
+TEST(StudyPlot, ScalingPanelsDrawsOnePanelPerStudy) {
+  TempDir dir("panels");
+  const std::string a = (dir.path / "images.db").string();
+  const std::string b = (dir.path / "text.db").string();
+  testing::write_study_db(a);
+  testing::write_study_db(b);
+  const std::string out = (dir.path / "panels.png").string();
+  const auto r = run_batchlab("plot --figure scaling-panels --db " + shell_quote(a + "," + b) +
+                              " --titles 'Images|Text' --out " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto size = testing::png_size(out);
+  EXPECT_EQ(size[0], 1300u);  // two panels of 6.5 inches at 100 dpi
+  EXPECT_EQ(size[1], 550u);
+  const auto one = run_batchlab("plot --figure scaling-panels --db " + shell_quote(a) + " --out " +
+                                shell_quote(out));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(testing::png_size(out)[0], 650u);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    EXPECT_NE(entry.path().extension(), ".json") << entry.path();
+  }
+  // Bad input names the option: a title count that does not match, a missing panel database,
+  // --titles on a one-panel figure.
+  const auto titles = run_batchlab("plot --figure scaling-panels --db " + shell_quote(a + "," + b) +
+                                   " --titles 'Only one' --out " + shell_quote(out));
+  EXPECT_EQ(titles.exit_code, 2);
+  EXPECT_NE(titles.output.find("--titles gives 1 titles for 2 panels"), std::string::npos)
+      << titles.output;
+  const auto missing = run_batchlab("plot --figure scaling-panels --db " +
+                                    shell_quote(a + "," + (dir.path / "no.db").string()) +
+                                    " --out " + shell_quote(out));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("no.db: no such database file"), std::string::npos)
+      << missing.output;
+  const auto single = run_batchlab("plot --figure steps-vs-batch --db " + shell_quote(a) +
+                                   " --titles x --out " + shell_quote(out));
+  EXPECT_EQ(single.exit_code, 2);
+  EXPECT_NE(single.output.find("--titles: figure steps-vs-batch has one panel"), std::string::npos)
+      << single.output;
+}
+
 TEST(StudyPlotInput, ADatabaseWithoutAStudyIsExit2) {
   TempDir dir("nostudy");
   const std::string db = (dir.path / "runs.db").string();
