@@ -21,7 +21,7 @@ namespace batchlab::cli {
 namespace {
 
 constexpr const char* kSweepUsage =
-    "batchlab sweep <plan|run|status|submit> SWEEP.toml [options]\n"
+    "batchlab sweep <plan|run|status|submit|simulate> SWEEP.toml [options]\n"
     "  plan SWEEP.toml [--format table|json]                 expand and validate, run nothing\n"
     "  run SWEEP.toml [--workers N] [--devices LIST] [--retries K]\n"
     "                                                        run what is missing, locally\n"
@@ -30,6 +30,8 @@ constexpr const char* kSweepUsage =
     "  submit SWEEP.toml --slurm [--partition P] [--time T] [--gpus-per-job G]\n"
     "         [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... [--dry-run]\n"
     "                                                        one Slurm job array\n"
+    "  simulate STUDY.toml --from DB [--workers 2,8,64]      a study's makespan under both\n"
+    "                                                        trial orders, replayed from DB\n"
     "A spec with a [study] section is a scaling study: plan shows its cells and first trials, run\n"
     "searches each cell's learning rate raced to the target, status shows cells and trials\n"
     "(docs/sweeps.md). Run `batchlab sweep <subcommand> --help` for its options.";
@@ -46,6 +48,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (sub == "run") return cmd_sweep_run(rest);
   if (sub == "status") return cmd_sweep_status(rest);
   if (sub == "submit") return cmd_sweep_submit(rest);
+  if (sub == "simulate") return cmd_sweep_simulate(rest);
   if (sub == "slurm-task") return cmd_sweep_slurm_task(rest);
   throw UsageError(fmt::format("unknown sweep subcommand '{}'\nusage: {}", sub, kSweepUsage));
 }

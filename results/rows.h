@@ -30,6 +30,8 @@ bool is_final_run_status(std::string_view status);
 // UTC now as ISO 8601 with milliseconds ("2024-05-01T12:34:56.789Z"); SQLite's date functions
 // read it, and it sorts as text.
 std::string utc_now();
+// Seconds since the epoch of such a time (fractions kept); nullopt for other text.
+std::optional<double> utc_seconds(const std::string& iso);
 
 struct SweepRow {
   std::string sweep_id;

@@ -81,15 +81,18 @@ struct StudyEngine::State {
   std::vector<Trial> trials;
   std::map<std::string, size_t> by_run_id;
   StudySummary summary;
+  SchedulePolicy policy;
 
-  State(const StudyPlan& p, results::Store& s, std::string id, TrialSource& src, StudyObserver& o)
+  State(const StudyPlan& p, results::Store& s, std::string id, TrialSource& src, StudyObserver& o,
+        SchedulePolicy order)
       : plan(p),
         store(s),
         sweep_id(std::move(id)),
         source(src),
         observer(o),
         goal(make_goal(p.study().target_metric, p.study().target_value)),
-        cells(p.cells.size()) {}
+        cells(p.cells.size()),
+        policy(order) {}
 
   std::vector<TrialView> views(size_t cell) const {
     std::vector<TrialView> out;
@@ -327,16 +330,42 @@ struct StudyEngine::State {
     }
   }
 
+  // Expected samples of a cell's first bracket (3 trials at its cap: the stored cap once open,
+  // the cap it would get now otherwise).
+  double cell_work(size_t c) const {
+    const int64_t cap = cells[c].open ? cells[c].row.cap_steps : cap_of(c);
+    return 3.0 * static_cast<double>(cap) * static_cast<double>(plan.job(c).global_batch);
+  }
+
+  // The expected work of `c` and of every unfinished cell above it in its line.
+  double chain_work(size_t c) const {
+    double work = 0.0;
+    for (size_t o = 0; o < cells.size(); ++o) {
+      if (plan.cells[o].line != plan.cells[c].line || cells[o].complete ||
+          plan.job(o).global_batch < plan.job(c).global_batch) {
+        continue;
+      }
+      work += cell_work(o);
+    }
+    return work;
+  }
+
   std::optional<size_t> next_pending() const {
-    std::optional<size_t> next;
+    std::vector<size_t> ids;
+    std::vector<PendingTrial> pending;
+    std::map<size_t, double> chains;  // per cell: computed once per call
     for (size_t t = 0; t < trials.size(); ++t) {
       if (trials[t].phase != Phase::pending) continue;
-      if (!next || std::make_pair(trials[t].cell, trials[t].order) <
-                       std::make_pair(trials[*next].cell, trials[*next].order)) {
-        next = t;
+      const size_t c = trials[t].cell;
+      if (policy == SchedulePolicy::shortest_study && chains.count(c) == 0) {
+        chains[c] = chain_work(c);
       }
+      ids.push_back(t);
+      pending.push_back({c, trials[t].order, chains[c],
+                         static_cast<double>(cells[c].row.cap_steps * cells[c].row.global_batch)});
     }
-    return next;
+    const auto next = next_trial(pending, policy);
+    return next ? std::optional<size_t>(ids[*next]) : std::nullopt;
   }
 
   void launch() {
@@ -375,8 +404,8 @@ struct StudyEngine::State {
 };
 
 StudyEngine::StudyEngine(const StudyPlan& plan, results::Store& store, std::string sweep_id,
-                         TrialSource& source, StudyObserver& observer)
-    : state_(std::make_unique<State>(plan, store, std::move(sweep_id), source, observer)) {}
+                         TrialSource& source, StudyObserver& observer, SchedulePolicy policy)
+    : state_(std::make_unique<State>(plan, store, std::move(sweep_id), source, observer, policy)) {}
 
 StudyEngine::~StudyEngine() = default;
 

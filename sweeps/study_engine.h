@@ -21,6 +21,7 @@
 #include "results/store.h"
 #include "sweeps/study_decisions.h"
 #include "sweeps/study_plan.h"
+#include "sweeps/study_schedule.h"
 
 namespace batchlab::sweeps::study {
 
@@ -85,8 +86,10 @@ struct StudySummary {
 
 class StudyEngine {
  public:
+  // `policy`: the order pending trials start in (study_schedule.h).
   StudyEngine(const StudyPlan& plan, results::Store& store, std::string sweep_id,
-              TrialSource& source, StudyObserver& observer);
+              TrialSource& source, StudyObserver& observer,
+              SchedulePolicy policy = SchedulePolicy::shortest_study);
   ~StudyEngine();
   StudyEngine(const StudyEngine&) = delete;
   StudyEngine& operator=(const StudyEngine&) = delete;

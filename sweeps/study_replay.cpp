@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <ctime>
 
 #include "core/errors.h"
 #include "sweeps/study_engine.h"
@@ -15,24 +14,6 @@ namespace {
 
 namespace outcome = results::trial_outcome;
 
-// Seconds since the epoch of an ISO-8601 UTC time as the store writes it
-// ("2026-11-24T00:04:20.748Z").
-std::optional<double> utc_seconds(const std::string& iso) {
-  std::tm tm{};
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0;
-  double second = 0.0;
-  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%lfZ", &year, &month, &day, &hour, &minute,
-                  &second) != 6) {
-    return std::nullopt;
-  }
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  return static_cast<double>(timegm(&tm)) + second;
-}
-
 // One stored trial: its whole curve and when each evaluation arrived.
 struct TimedTrial {
   TrialView view;  // the whole recorded curve
@@ -42,7 +23,7 @@ struct TimedTrial {
 TimedTrial timed_trial(results::Store& store, const results::StudyTrialRow& row,
                        const std::string& metric) {
   const auto run = store.get_run(row.run_id);
-  const auto start = run && run->started_at ? utc_seconds(*run->started_at) : std::nullopt;
+  const auto start = run && run->started_at ? results::utc_seconds(*run->started_at) : std::nullopt;
   if (!start) {
     throw InputError(
         fmt::format("study trial {}: its run has no readable runs.started_at, so "
