@@ -126,7 +126,8 @@ void SqliteReporter::run_finished(const train::RunOutcome& o) {
   if (!o.error.empty()) error = o.error;
   writer_->with_store([&](results::Store& store) {
     store.set_run_progress(identity_.run_id, o.last_step, o.train_s);
-    store.set_run_status(identity_.run_id, train::to_string(o.status), error);
+    store.set_run_status(identity_.run_id, train::to_string(o.status), error, std::nullopt,
+                         o.stop_reason);
   });
 }
 

@@ -71,8 +71,8 @@ class StudyPrinter : public sweeps::RunObserver, public study::StudyObserver {
   void trial_interrupted(const sweeps::Job& job, const study::TrialEnd& end, size_t c) override {
     print("{} {:<9} {}  {}\n", tag(c), end.status, job.run_id, end.error);
   }
-  void stop_requested(const sweeps::Job& job, const study::StopRequest& stop) override {
-    print("  request   {}  {}\n", job.run_id, stop.text());
+  void stop_requested(const sweeps::Job& job, const StopRequest& stop) override {
+    print("  request   {}  {}\n", job.run_id, stop.at_step(stop.step));
   }
   void cell_completed(const results::StudyCellRow& row, size_t c) override {
     if (row.status == results::cell_status::kReached) {

@@ -22,8 +22,8 @@ const char* const kSeriesTables[] = {"steps", "evals", "layer_stats", "noise_sca
 
 // Columns the job's current attempt owns outright: a from-scratch retry clears them, and the
 // sweep database must then say so too rather than keep the previous attempt's values.
-const std::set<std::string> kJobStateColumns = {"status", "error", "finished_at", "last_step",
-                                                "train_s"};
+const std::set<std::string> kJobStateColumns = {"status",    "error",   "finished_at",
+                                                "last_step", "train_s", "stop_reason"};
 
 std::vector<std::string> table_columns(Connection& db, const std::string& schema,
                                        const std::string& table) {
@@ -136,9 +136,9 @@ void require_file(const std::string& path, const std::string& what) {
 }
 
 // Columns that only a job's attempts write; planning never touches them on an existing run.
-const std::set<std::string> kAttemptColumns = {"status",     "attempts",    "error",
-                                               "started_at", "finished_at", "last_step",
-                                               "train_s",    "host",        "device"};
+const std::set<std::string> kAttemptColumns = {"status",      "attempts",   "error",   "started_at",
+                                               "finished_at", "last_step",  "train_s", "host",
+                                               "device",      "stop_reason"};
 
 std::string register_run_sql() {
   const auto& cols = RowCodec<RunRow>::columns();

@@ -67,6 +67,8 @@ struct RunRow {
   std::optional<std::string> torch_version;
   std::optional<std::string> started_at;
   std::optional<std::string> finished_at;
+  // Schema version 4: a stopped run's stop request reason (core/stop_request.h); nullopt otherwise.
+  std::optional<std::string> stop_reason;
   // Schema version 2: the physical batch, data accounting and the training clock.
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> bn_group;

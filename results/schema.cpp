@@ -181,8 +181,14 @@ CREATE TABLE study_trials(
 CREATE INDEX study_trials_by_cell ON study_trials(cell_id, lr_index);
 )sql";
 
+// The stop contract's record (issue 24, core/stop_request.h): a `stopped` run's reason as a value,
+// so a study decides a trial's outcome from a column and not by parsing runs.error.
+const char* const kVersion4 = R"sql(
+ALTER TABLE runs ADD COLUMN stop_reason TEXT;
+)sql";
+
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3};
+  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3, kVersion4};
   return scripts;
 }
 

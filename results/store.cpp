@@ -96,10 +96,12 @@ std::string upsert_run_sql() {
       // ?N+1 is the attempts the caller gave (NULL: count).
       expr = fmt::format("COALESCE(?{}, runs.attempts + (excluded.status = 'running'))",
                          cols.size() + 1);
-    } else if (c == "error") {
-      expr =
-          "CASE WHEN excluded.status = 'running' THEN excluded.error "
-          "ELSE COALESCE(excluded.error, runs.error) END";
+    } else if (c == "error" || c == "stop_reason") {
+      // A new attempt starts clean; a later write without them keeps them.
+      expr = fmt::format(
+          "CASE WHEN excluded.status = 'running' THEN excluded.{0} "
+          "ELSE COALESCE(excluded.{0}, runs.{0}) END",
+          c);
     } else if (c == "started_at") {
       expr = "COALESCE(runs.started_at, excluded.started_at)";
     } else if (c == "finished_at") {
@@ -322,7 +324,8 @@ void Store::upsert_run(const RunRow& run) {
 
 void Store::set_run_status(const std::string& run_id, std::string_view status,
                            const std::optional<std::string>& error,
-                           const std::optional<std::string>& finished_at) {
+                           const std::optional<std::string>& finished_at,
+                           const std::optional<std::string>& stop_reason) {
   impl_->check_status(status);
   std::optional<std::string> finished = finished_at;
   if (!is_final_run_status(status)) {
@@ -331,11 +334,13 @@ void Store::set_run_status(const std::string& run_id, std::string_view status,
     finished = utc_now();
   }
   Statement& stmt = impl_->prepared(
-      "UPDATE runs SET status = ?2, error = ?3, finished_at = ?4 WHERE run_id = ?1");
+      "UPDATE runs SET status = ?2, error = ?3, finished_at = ?4, stop_reason = ?5 WHERE run_id = "
+      "?1");
   stmt.bind_text(1, run_id);
   stmt.bind_text(2, status);
   stmt.bind_text(3, error);
   stmt.bind_text(4, finished);
+  stmt.bind_text(5, stop_reason);
   stmt.run();
   if (impl_->db.changes() == 0) {
     throw StoreError(path(), fmt::format("cannot set status of run {}: no such run", run_id));

@@ -78,11 +78,13 @@ class Store {
   // Throws StoreError for an unknown status, or for a sweep_id without a sweeps row (foreign key).
   void upsert_run(const RunRow& run);
 
-  // Sets status, error (nullopt clears it) and finished_at (now when nullopt and the status is
-  // final; cleared for planned/running). Does not count an attempt. Throws if the run is missing.
+  // Sets status, error (nullopt clears it), finished_at (now when nullopt and the status is
+  // final; cleared for planned/running) and stop_reason (a stopped run's request reason; nullopt
+  // clears it). Does not count an attempt. Throws if the run is missing.
   void set_run_status(const std::string& run_id, std::string_view status,
                       const std::optional<std::string>& error = std::nullopt,
-                      const std::optional<std::string>& finished_at = std::nullopt);
+                      const std::optional<std::string>& finished_at = std::nullopt,
+                      const std::optional<std::string>& stop_reason = std::nullopt);
 
   // Records progress (e.g. at a checkpoint); a nullopt argument leaves that column unchanged.
   void set_run_progress(const std::string& run_id, std::optional<std::int64_t> last_step,

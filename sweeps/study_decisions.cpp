@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 
 #include "core/config/schema.h"
 #include "results/rows.h"
@@ -62,15 +61,6 @@ std::optional<double> steps_to_target(const Curve& curve, const Goal& goal) {
   return crossing(curve, goal, goal.value);
 }
 
-std::string StopRequest::text() const { return fmt::format("{} at step {}", reason, step); }
-
-std::optional<StopRequest> parse_stop_error(const std::string& error) {
-  static const std::regex kForm("^([a-z_]+) at step ([0-9]+)");
-  std::smatch m;
-  if (!std::regex_search(error, m, kForm)) return std::nullopt;
-  return StopRequest{m[1], std::stoll(m[2])};
-}
-
 std::optional<size_t> race_leader(const std::vector<TrialView>& trials, const Goal& goal) {
   std::optional<size_t> leader;
   std::optional<double> best;
@@ -91,8 +81,7 @@ std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_
   const auto leader = race_leader(trials, goal);
   if (!leader || *leader == i || steps_to_target(trials[i].curve, goal)) return std::nullopt;
   const double s = *steps_to_target(trials[*leader].curve, goal);
-  return StopRequest{std::string(results::trial_outcome::kStoppedByRace),
-                     static_cast<int64_t>(std::ceil(s))};
+  return StopRequest{std::string(stop_reason::kStoppedByRace), static_cast<int64_t>(std::ceil(s))};
 }
 
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
@@ -113,7 +102,7 @@ std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size
     if (static_cast<double>(p.step) < rule.min_leader_fraction * leader_steps) continue;
     const auto s_leader = crossing(trials[*leader].curve, goal, *best);
     if (s_leader && 2.0 * *s_leader <= static_cast<double>(p.step)) {
-      return StopRequest{std::string(results::trial_outcome::kPruned), p.step};
+      return StopRequest{std::string(stop_reason::kPruned), p.step};
     }
   }
   return std::nullopt;
@@ -128,9 +117,13 @@ std::optional<std::string> trial_outcome(const TrialView& trial, const Goal& goa
   if (steps_to_target(trial.curve, goal)) return std::string(outcome::kReached);
   if (s == status::kDiverged) return std::string(outcome::kDiverged);
   if (s == status::kDone) return std::string(outcome::kCapped);
-  const auto request = parse_stop_error(trial.run_error);
-  if (request && request->reason == outcome::kPruned) return std::string(outcome::kPruned);
-  return std::string(outcome::kStoppedByRace);
+  // Stopped: the coordinator's own requests are results; any other stop (a user's) is not, and
+  // the trial runs again.
+  if (trial.stop_reason == stop_reason::kPruned) return std::string(outcome::kPruned);
+  if (trial.stop_reason == stop_reason::kStoppedByRace) {
+    return std::string(outcome::kStoppedByRace);
+  }
+  return std::nullopt;
 }
 
 bool ranks_before(const TrialView& a, const TrialView& b, const Goal& goal) {

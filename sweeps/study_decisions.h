@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_request.h"
+
 namespace batchlab::sweeps::study {
 
 // The study's goal: a validation metric and the value to reach.
@@ -45,14 +47,8 @@ using Curve = std::vector<EvalPoint>;  // in step order
 std::optional<double> crossing(const Curve& curve, const Goal& goal, double level);
 std::optional<double> steps_to_target(const Curve& curve, const Goal& goal);
 
-// A stop request (contract C2): the trial ends at its first evaluation with step >= `step`.
-struct StopRequest {
-  std::string reason;  // stopped_by_race | pruned
-  int64_t step = 0;
-  std::string text() const;  // "stopped_by_race at step 42", as the trainer records it
-};
-// Parses runs.error of a stopped run ("pruned at step 12"); nullopt for other text.
-std::optional<StopRequest> parse_stop_error(const std::string& error);
+// The decisions' stop requests are core/stop_request.h's (contract C2): the trial ends at its
+// first evaluation with step >= `step`; reason stop_reason::kStoppedByRace or kPruned.
 
 // What the decisions see of one trial of a cell.
 struct TrialView {
@@ -60,7 +56,7 @@ struct TrialView {
   Curve curve;
   bool ended = false;
   std::string run_status;  // the run's final status once ended (done, diverged, stopped, ...)
-  std::string run_error;   // runs.error ("pruned at step 12" for a stopped run)
+  std::optional<std::string> stop_reason;  // runs.stop_reason of a stopped run
 };
 
 // The trial that reached the target first (smallest interpolated crossing; ties: the smaller

@@ -54,18 +54,18 @@ Curve curve_of(const std::vector<results::EvalRow>& evals, const std::string& me
 
 namespace {
 
-// The run status and error an outcome stands for, for trials whose outcome was stored.
-void restore_ending(const std::string& stored, const std::optional<std::string>& reason,
-                    TrialView& view) {
+// The run status and stop reason an outcome stands for, for trials whose outcome was stored (the
+// outcomes pruned and stopped_by_race are named after the stop reasons that produce them).
+void restore_ending(const std::string& stored, TrialView& view) {
   view.ended = true;
   if (stored == outcome::kDiverged) {
     view.run_status = std::string(results::run_status::kDiverged);
   } else if (stored == outcome::kPruned || stored == outcome::kStoppedByRace) {
     view.run_status = std::string(results::run_status::kStopped);
+    view.stop_reason = stored;
   } else {
     view.run_status = std::string(results::run_status::kDone);
   }
-  view.run_error = reason.value_or("");
 }
 
 }  // namespace
@@ -139,7 +139,7 @@ struct StudyEngine::State {
       trial.row = row;
       if (row.outcome == outcome::kRunning) continue;  // runs again (or is found ended)
       trial.phase = Phase::ended;
-      restore_ending(row.outcome, row.reason, trial.view);
+      restore_ending(row.outcome, trial.view);
       trial.view.curve = curve_of(store.read_evals(row.run_id), goal.metric);
     }
   }
@@ -280,13 +280,15 @@ struct StudyEngine::State {
     trial.view.curve = curve_of(end.evals, goal.metric);
     trial.view.ended = true;
     trial.view.run_status = end.status;
-    trial.view.run_error = end.error;
+    trial.view.stop_reason = end.stop_reason;
     const auto result = trial_outcome(trial.view, goal);
     if (!result) {
-      // No result: a crash after its retries (the cell waits for a rerun of the study), or an
-      // interruption (it runs again).
+      // No result: a crash after its retries or a stop the study did not ask for (the cell waits
+      // for a rerun of the study), or an interruption (it runs again).
       trial.view.ended = false;
-      trial.phase = end.status == results::run_status::kFailed ? Phase::failed : Phase::pending;
+      const bool again =
+          end.status != results::run_status::kFailed && end.status != results::run_status::kStopped;
+      trial.phase = again ? Phase::pending : Phase::failed;
       observer.trial_interrupted(trial.job, end, trial.cell);
       return;
     }

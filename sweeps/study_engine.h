@@ -36,7 +36,8 @@ struct TrialEnd {
   std::string run_id;
   std::string status;  // the run's status: done, diverged, stopped, failed, preempted, oom
   std::string error;
-  std::optional<int64_t> last_step;  // updates trained
+  std::optional<std::string> stop_reason;  // runs.stop_reason of a stopped run
+  std::optional<int64_t> last_step;        // updates trained
   std::vector<results::EvalRow> evals;
 };
 

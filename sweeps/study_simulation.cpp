@@ -27,12 +27,15 @@ struct RecordedTrial {
   std::vector<results::EvalRow> evals;
   double duration_s = 0.0;
   std::string status, error;
+  std::optional<std::string> stop_reason;
   int64_t last_step = 0;
 };
 
 class RecordedTrialSource : public TrialSource {
  public:
   RecordedTrialSource(results::Store& recorded, size_t workers) : slots_(workers) {
+    std::map<std::string, std::string> outcomes;
+    for (const auto& t : recorded.read_study_trials()) outcomes[t.run_id] = t.outcome;
     for (const auto& run : recorded.list_runs()) {
       if (!run.optimizer || !run.global_batch || !run.seed || !run.base_lr) continue;
       const auto start = run.started_at ? results::utc_seconds(*run.started_at) : std::nullopt;
@@ -48,6 +51,13 @@ class RecordedTrialSource : public TrialSource {
       t.duration_s = *end - *start;
       t.status = run.status;
       t.error = run.error.value_or("");
+      t.stop_reason = run.stop_reason;
+      // A database from before schema version 4 has no stop_reason: its study_trials outcome
+      // (pruned, stopped_by_race) is the reason the run stopped for.
+      if (!t.stop_reason && run.status == results::run_status::kStopped) {
+        auto outcome = outcomes.find(run.run_id);
+        if (outcome != outcomes.end()) t.stop_reason = outcome->second;
+      }
       t.last_step = t.evals.empty() ? 0 : t.evals.back().step;
       record_[key_of(*run.optimizer, *run.global_batch, *run.seed, *run.base_lr)] = std::move(t);
     }
@@ -140,7 +150,7 @@ class RecordedTrialSource : public TrialSource {
   // Delivers what is due at now_; true when the trial ended.
   bool finish(Running& r, SourceEvents& events) {
     if (r.missing) {
-      events.ended.push_back({r.run_id, "done", "", 0, {}});
+      events.ended.push_back({r.run_id, "done", "", std::nullopt, 0, {}});
       return true;
     }
     const auto& evals = r.record->evals;
@@ -149,12 +159,13 @@ class RecordedTrialSource : public TrialSource {
       const bool stops =
           r.stop && e.step >= r.stop->step && eval_time(r, r.next - 1) >= r.stop_time;
       if (!stops) return false;
-      events.ended.push_back({r.run_id, "stopped", r.stop->text(), e.step, delivered(r)});
+      events.ended.push_back(
+          {r.run_id, "stopped", r.stop->at_step(e.step), r.stop->reason, e.step, delivered(r)});
       return true;
     }
     // The record's own end: as it ended.
-    events.ended.push_back(
-        {r.run_id, r.record->status, r.record->error, r.record->last_step, delivered(r)});
+    events.ended.push_back({r.run_id, r.record->status, r.record->error, r.record->stop_reason,
+                            r.record->last_step, delivered(r)});
     return true;
   }
 

@@ -59,19 +59,6 @@ std::string stop_file_path(const RunLayout& layout, const std::string& run_id) {
   return (fs::path(layout.dir(run_id)) / "stop").string();
 }
 
-void write_stop_file(const std::string& path, const StopRequest& request) {
-  const std::string tmp = path + ".tmp";
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << request.reason << ' ' << request.step << '\n';
-    if (!out) throw Error(fmt::format("cannot write the stop request {}", tmp));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) throw Error(fmt::format("cannot move the stop request into {}: {}", path, ec.message()));
-}
-
 struct ProcessTrialSource::Impl {
   struct Slot {
     Job job;
@@ -117,6 +104,7 @@ struct ProcessTrialSource::Impl {
     if (auto run = records.store().get_run(run_id)) {
       end.status = run->status;
       end.error = run->error.value_or("");
+      end.stop_reason = run->stop_reason;
       end.last_step = run->last_step;
     }
     end.evals = records.store().read_evals(run_id);
@@ -134,7 +122,7 @@ struct ProcessTrialSource::Impl {
     const std::string stop_path = stop_file_path(layout, job.run_id);
     std::error_code ec;
     fs::remove(stop_path, ec);
-    if (stop) write_stop_file(stop_path, *stop);
+    if (stop) write_stop_request(stop_path, *stop);
     size_t worker = 0;
     while (slots[worker]) ++worker;  // the caller keeps a worker free for every trial it starts
     spawn(std::move(job), worker, std::move(lock));
@@ -272,7 +260,7 @@ void ProcessTrialSource::start(const Job& trial, const std::optional<StopRequest
 }
 
 void ProcessTrialSource::request_stop(const std::string& run_id, const StopRequest& stop) {
-  write_stop_file(stop_file_path(impl_->layout, run_id), stop);
+  write_stop_request(stop_file_path(impl_->layout, run_id), stop);
 }
 
 SourceEvents ProcessTrialSource::poll() {

@@ -31,8 +31,6 @@ struct ProcessSourceOptions {
 
 // Path of a trial's stop file.
 std::string stop_file_path(const RunLayout& layout, const std::string& run_id);
-// Writes `request` as the one line "REASON STEP" through a temporary file and a rename.
-void write_stop_file(const std::string& path, const StopRequest& request);
 
 class ProcessTrialSource : public TrialSource {
  public:

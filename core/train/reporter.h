@@ -100,8 +100,9 @@ const char* to_string(RunStatus status);
 
 struct RunOutcome {
   RunStatus status = RunStatus::done;
-  std::string error;      // why, for every status but done
-  int64_t last_step = 0;  // updates done
+  std::string error;                       // why, for every status but done
+  std::optional<std::string> stop_reason;  // a stopped run's request (core/stop_request.h)
+  int64_t last_step = 0;                   // updates done
   double train_s = 0.0;
 };
 

@@ -45,6 +45,7 @@
 #include "core/config/train_config.h"
 #include "core/optim/factory.h"
 #include "core/optim/lr_schedule.h"
+#include "core/stop_request.h"
 #include "core/train/accumulation.h"
 #include "core/train/autocast.h"
 #include "core/train/best_weights.h"
@@ -56,7 +57,6 @@
 #include "core/train/noise_scale.h"
 #include "core/train/reporter.h"
 #include "core/train/step_timer.h"
-#include "core/train/stop_request.h"
 #include "core/train/task.h"
 
 namespace batchlab::config {

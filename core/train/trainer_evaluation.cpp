@@ -39,7 +39,8 @@ bool Trainer::evaluate_and_report(int64_t updates_done, bool last) {
   state_.last_eval_step = updates_done;
   if (stop) {
     outcome_.status = RunStatus::stopped;
-    outcome_.error = fmt::format("{} at step {}", stop->reason, updates_done);
+    outcome_.error = stop->at_step(updates_done);
+    outcome_.stop_reason = stop->reason;
   }
   return stop.has_value() || targets_end;
 }

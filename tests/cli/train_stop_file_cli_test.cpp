@@ -25,8 +25,10 @@ TEST(TrainStopFileCli, AStopRequestEndsTheRunAsStoppedWithExitZero) {
                         shell_quote(stop) + " --db " + shell_quote(db));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto run = run_batchlab("query --db " + shell_quote(db) +
-                          " --format csv \"SELECT status, error FROM runs\"");
-  EXPECT_NE(run.output.find("stopped,cancelled at step 4"), std::string::npos) << run.output;
+                          " --format csv \"SELECT status, error, stop_reason FROM runs\"");
+  // The reason as a value (runs.stop_reason), and the sentence for people (runs.error).
+  EXPECT_NE(run.output.find("stopped,cancelled at step 4,cancelled"), std::string::npos)
+      << run.output;
   // Validation at every evaluation; the test split only at the last one.
   auto evals =
       run_batchlab("query --db " + shell_quote(db) +

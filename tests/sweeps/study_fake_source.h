@@ -48,7 +48,7 @@ class FakeTrialSource : public study::TrialSource {
   size_t slots() const override { return slots_; }
   size_t running() const override { return running_.size(); }
 
-  void start(const Job& trial, const std::optional<study::StopRequest>& stop) override {
+  void start(const Job& trial, const std::optional<StopRequest>& stop) override {
     Run run;
     run.job = trial;
     run.grid = eval_grid(trial.derived.total_steps.value(), per_octave_);
@@ -59,7 +59,7 @@ class FakeTrialSource : public study::TrialSource {
     running_[trial.run_id] = std::move(run);
   }
 
-  void request_stop(const std::string& run_id, const study::StopRequest& stop) override {
+  void request_stop(const std::string& run_id, const StopRequest& stop) override {
     requests[run_id].push_back(stop);
     auto it = running_.find(run_id);
     if (it != running_.end()) it->second.stop = stop;
@@ -78,6 +78,7 @@ class FakeTrialSource : public study::TrialSource {
       row.val_acc = value;
       run.evals.push_back(row);
       std::string status, error;
+      std::optional<std::string> stop_reason;
       if (std::isnan(value)) {
         status = "diverged";
         error = "loss is nan";
@@ -85,7 +86,8 @@ class FakeTrialSource : public study::TrialSource {
         status = "done";
       } else if (run.stop && step >= run.stop->step) {
         status = "stopped";
-        error = run.stop->reason + " at step " + std::to_string(step);
+        error = run.stop->at_step(step);
+        stop_reason = run.stop->reason;
       } else if (run.next == run.grid.size()) {
         status = "done";
       }
@@ -102,11 +104,12 @@ class FakeTrialSource : public study::TrialSource {
         run_row.status = "running";
         store_->upsert_run(run_row);
         store_->set_run_status(run_row.run_id, status,
-                               error.empty() ? std::nullopt : std::optional<std::string>(error));
+                               error.empty() ? std::nullopt : std::optional<std::string>(error),
+                               std::nullopt, stop_reason);
         store_->delete_rows_after(run_row.run_id, -1);
         store_->write_evals(run.evals);
       }
-      events.ended.push_back({run.job.run_id, status, error, step, run.evals});
+      events.ended.push_back({run.job.run_id, status, error, stop_reason, step, run.evals});
       it = running_.erase(it);
     }
     return events;
@@ -114,7 +117,7 @@ class FakeTrialSource : public study::TrialSource {
 
   std::map<std::string, int> starts;
   std::vector<std::string> start_order;
-  std::map<std::string, std::vector<study::StopRequest>> requests;
+  std::map<std::string, std::vector<StopRequest>> requests;
   std::map<std::string, int64_t> last_step;
   std::map<std::string, std::string> final_status;
 
@@ -123,7 +126,7 @@ class FakeTrialSource : public study::TrialSource {
     Job job;
     std::vector<int64_t> grid;
     size_t next = 0;
-    std::optional<study::StopRequest> stop;
+    std::optional<StopRequest> stop;
     std::vector<results::EvalRow> evals;
   };
   size_t slots_;

@@ -16,9 +16,9 @@ TEST(StudyStopFile, HoldsOneLineAndALaterRequestReplacesIt) {
   const RunLayout layout((dir.path / "runs").string());
   const std::string path = stop_file_path(layout, "abc");
   EXPECT_EQ(path, layout.dir("abc") + "/stop");
-  write_stop_file(path, StopRequest{"stopped_by_race", 42});
+  write_stop_request(path, StopRequest{"stopped_by_race", 42});
   EXPECT_EQ(sweeps::testing::read_file(path), "stopped_by_race 42\n");
-  write_stop_file(path, StopRequest{"pruned", 17});
+  write_stop_request(path, StopRequest{"pruned", 17});
   EXPECT_EQ(sweeps::testing::read_file(path), "pruned 17\n");
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp")) << "written aside, then renamed";
 }

@@ -1,4 +1,4 @@
-#include "core/train/stop_request.h"
+#include "core/stop_request.h"
 
 #include <gtest/gtest.h>
 
@@ -45,6 +45,22 @@ TEST(StopRequest, MalformedFilesAreIgnoredWithAReason) {
     EXPECT_NE(problem.find(f.path.string()), std::string::npos) << problem;
     EXPECT_NE(problem.find("REASON STEP"), std::string::npos) << problem;
   }
+}
+
+TEST(StopRequest, WrittenAtomicallyAndReadBack) {
+  const auto dir = fs::temp_directory_path() / ("batchlab-stopwrite-" + std::to_string(::getpid()));
+  const std::string path = (dir / "run" / "stop").string();
+  write_stop_request(path, StopRequest{"pruned", 120});
+  std::string problem;
+  const auto r = read_stop_request(path, &problem);
+  ASSERT_TRUE(r.has_value()) << problem;
+  EXPECT_EQ(r->reason, "pruned");
+  EXPECT_EQ(r->step, 120);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(r->at_step(128), "pruned at step 128");
+  EXPECT_EQ(stop_reason::kPruned, "pruned");
+  EXPECT_EQ(stop_reason::kStoppedByRace, "stopped_by_race");
+  fs::remove_all(dir);
 }
 
 }  // namespace

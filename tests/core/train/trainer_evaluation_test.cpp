@@ -120,6 +120,7 @@ TEST(TrainerEvaluation, AStopFileEndsTheRunAtTheFirstEvaluationAtOrPastItsStep) 
   const auto outcome = trainer.run();
   EXPECT_EQ(outcome.status, RunStatus::stopped);
   EXPECT_EQ(outcome.error, "pruned at step 4");
+  EXPECT_EQ(outcome.stop_reason, "pruned");
   EXPECT_EQ(outcome.last_step, 4);
   EXPECT_EQ(rec.outcome.status, RunStatus::stopped);
   EXPECT_EQ(eval_steps(rec), (std::vector<int64_t>{1, 2, 4}));
@@ -143,6 +144,7 @@ TEST(TrainerEvaluation, AStopFileWrittenMidRunIsHonouredAtTheNextEvaluation) {
   EXPECT_EQ(outcome.status, RunStatus::stopped);
   EXPECT_EQ(outcome.last_step, 8);
   EXPECT_EQ(outcome.error, "stopped_by_race at step 8");
+  EXPECT_EQ(outcome.stop_reason, "stopped_by_race");
   EXPECT_EQ(eval_steps(rec), (std::vector<int64_t>{1, 2, 4, 8}));
 }
 

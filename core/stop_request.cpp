@@ -1,12 +1,15 @@
-#include "core/train/stop_request.h"
+#include "core/stop_request.h"
 
 #include <fmt/format.h>
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
-namespace batchlab::train {
+#include "core/errors.h"
+
+namespace batchlab {
 
 namespace {
 bool is_word(const std::string& s) {
@@ -54,4 +57,22 @@ std::optional<StopRequest> read_stop_request(const std::string& path, std::strin
   return std::nullopt;
 }
 
-}  // namespace batchlab::train
+std::string StopRequest::at_step(int64_t honoured_at) const {
+  return fmt::format("{} at step {}", reason, honoured_at);
+}
+
+void write_stop_request(const std::string& path, const StopRequest& request) {
+  namespace fs = std::filesystem;
+  const std::string tmp = path + ".tmp";
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << request.reason << ' ' << request.step << '\n';
+    if (!out) throw Error(fmt::format("cannot write the stop request {}", tmp));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error(fmt::format("cannot move the stop request into {}: {}", path, ec.message()));
+}
+
+}  // namespace batchlab
