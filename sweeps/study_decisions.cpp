@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/config/schema.h"
+#include "core/config/target_rules.h"
 #include "results/rows.h"
 
 namespace batchlab::sweeps::study {
@@ -35,7 +36,7 @@ Goal make_goal(const std::string& metric, double value) {
 }
 
 bool at_least_as_good(const Goal& goal, double value, double level) {
-  return goal.higher_is_better ? value >= level : value <= level;
+  return config::reaches_target(goal.metric, value, level);
 }
 
 std::optional<double> crossing(const Curve& curve, const Goal& goal, double level) {

@@ -8,6 +8,7 @@
 #include "core/config/limits.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
+#include "core/config/target_rules.h"
 #include "core/config/toml_text.h"
 #include "sweeps/spec_reader.h"
 
@@ -163,11 +164,10 @@ void SpecReader::read_study_target(const toml::node& node, StudySpec& study) {
     return;
   }
   const auto v = number_of(*value);
-  const bool accuracy = config::is_accuracy_metric(name);
-  if (!v || !std::isfinite(*v) || (accuracy && !(*v > 0.0 && *v <= 1.0)) || *v < 0.0) {
-    error(location_of(*value), "study.target.value", config::render_node(*value),
-          accuracy ? "an accuracy target must be in (0, 1]: a fraction, e.g. 0.88"
-                   : "a loss target must be a number >= 0");
+  const auto rule =
+      v ? config::target_value_rule(name, *v) : std::optional<std::string>("must be a number");
+  if (rule) {
+    error(location_of(*value), "study.target.value", config::render_node(*value), *rule);
     return;
   }
   study.target_metric = name;

@@ -17,6 +17,7 @@
 #include "core/config/rules.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
+#include "core/config/target_rules.h"
 
 namespace batchlab::config {
 namespace {
@@ -302,11 +303,9 @@ void validate_targets(const ExperimentConfig& config, std::vector<Diagnostic>& o
   for (size_t i = 0; i < train.targets.size(); ++i) {
     const Target& target = train.targets[i];
     const std::string entry = fmt::format("train.target[{}]", i);
-    if (is_accuracy_metric(target.metric) && !(target.value > 0.0 && target.value <= 1.0) &&
-        intact(read, {entry + ".metric", entry + ".value"})) {
-      out.push_back(diagnostic(entry + ".value", format_float(target.value),
-                               "an accuracy target must be in (0, 1]: a fraction, e.g. 0.9 for "
-                               "90%"));
+    if (auto rule = target_value_rule(target.metric, target.value);
+        rule && intact(read, {entry + ".metric", entry + ".value"})) {
+      out.push_back(diagnostic(entry + ".value", format_float(target.value), *rule));
     }
     if (auto rule = validation_split_rule(target.metric, config.data);
         rule && intact(read, {entry + ".metric", "data.val_size"})) {

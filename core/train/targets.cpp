@@ -1,6 +1,7 @@
 #include "core/train/targets.h"
 
 #include "core/config/schema.h"
+#include "core/config/target_rules.h"
 
 namespace batchlab::train {
 
@@ -17,8 +18,7 @@ std::optional<double> metric_value(const std::string& metric, const EvalRecord& 
 bool target_met(const config::Target& target, const EvalRecord& r) {
   const auto value = metric_value(target.metric, r);
   if (!value) return false;
-  return config::is_accuracy_metric(target.metric) ? *value >= target.value
-                                                   : *value <= target.value;
+  return config::reaches_target(target.metric, *value, target.value);
 }
 
 }  // namespace batchlab::train

@@ -194,6 +194,11 @@ TEST(RangeRules, TrainValidationAccuracyTargetIsAFraction) {
   expect_one(doc("train", "target = { metric = \"val_acc\", value = 88 }\n[data]\nval_size = 100"),
              "train.target[0].value", 3, 40, "must be in (0, 1]");
 }
+TEST(RangeRules, TrainLossTargetIsNotNegative) {
+  // The same rule as a [study] target's (core/config/schema.h target_value_rule).
+  expect_one(doc("train", "target = { metric = \"test_loss\", value = -0.5 }"),
+             "train.target[0].value", 3, 42, "a loss target must be a finite number >= 0");
+}
 TEST(RangeRules, TrainStopAtTargetNeedsATarget) {
   expect_one(doc("train", "stop_at_target = true"), "train.stop_at_target", 3, 18,
              "add e.g. target = { metric = \"test_acc\", value = 0.9 }");
