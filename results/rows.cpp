@@ -54,8 +54,10 @@ std::optional<double> utc_seconds(const std::string& iso) {
   std::tm utc{};
   int year = 0, month = 0, day = 0, hour = 0, minute = 0;
   double second = 0.0;
-  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%lfZ", &year, &month, &day, &hour, &minute,
-                  &second) != 6) {
+  char zone = 0;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%c", &year, &month, &day, &hour, &minute,
+                  &second, &zone) != 7 ||
+      zone != 'Z') {
     return std::nullopt;
   }
   utc.tm_year = year - 1900;

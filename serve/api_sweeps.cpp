@@ -65,7 +65,7 @@ void add_run(SweepTally& t, results::Statement& s) {
     t.progress_sum += is_final(status) ? 1.0 : 0.0;
   }
   if (const auto started = s.column_opt_text(4)) {
-    if (const auto when = parse_utc(*started)) {
+    if (const auto when = results::utc_seconds(*started)) {
       t.first_start = t.first_start ? std::min(*t.first_start, *when) : *when;
     }
   }
@@ -99,23 +99,6 @@ void finish(SweepTally& t, double now) {
 }
 
 }  // namespace
-
-std::optional<double> parse_utc(const std::string& text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
-  double s = 0.0;
-  char z = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &s, &z) != 7 ||
-      z != 'Z') {
-    return std::nullopt;
-  }
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  return static_cast<double>(timegm(&tm)) + s;
-}
 
 nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, double now_unix_s) {
   const RequestParams params(query, {});

@@ -25,8 +25,4 @@ nlohmann::json report_endpoint(const std::string& db_path, const Query& query);
 // Parameters: sweep=ID. {"present": false} or {"present": true, "study": <study report JSON>}.
 nlohmann::json study_endpoint(const std::string& db_path, const Query& query);
 
-// Seconds since the Unix epoch of an ISO-8601 UTC time as batchlab writes it
-// ("2026-11-23T22:46:29.520Z"); nullopt for anything else.
-std::optional<double> parse_utc(const std::string& text);
-
 }  // namespace batchlab::serve

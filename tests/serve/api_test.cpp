@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "results/rows.h"
 #include "results/schema.h"
 #include "results/sqlite_util.h"
 #include "serve/api_curves.h"
@@ -279,7 +280,7 @@ TEST(ServeApi, ProgressAndEtaOfARunningSweep) {
         "test rows");
   }
   DashboardDb db(path);
-  const double t0 = *parse_utc("2026-01-01T00:00:00.000Z");
+  const double t0 = *results::utc_seconds("2026-01-01T00:00:00.000Z");
   const json out = db.with_connection(
       [&](results::Connection& c) { return sweeps_endpoint(c, {}, t0 + 100.0); });
   const json& s = out["sweeps"][0];
@@ -287,7 +288,7 @@ TEST(ServeApi, ProgressAndEtaOfARunningSweep) {
   EXPECT_NEAR(s["eta_s"].get<double>(), 100.0, 1e-9);
   EXPECT_EQ(s["steps_done"], 150);
   EXPECT_EQ(s["steps_total"], 300);
-  EXPECT_FALSE(parse_utc("yesterday").has_value());
+  EXPECT_FALSE(results::utc_seconds("yesterday").has_value());
 }
 
 }  // namespace
