@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "analysis/study_progress.h"
+#include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "core/config/canonical.h"
 #include "core/errors.h"
-#include "results/query.h"
 #include "results/query_result.h"
 #include "sweeps/study_engine.h"
 #include "sweeps/study_trial_source.h"
@@ -110,15 +112,42 @@ class StudyPrinter : public sweeps::RunObserver, public study::StudyObserver {
   const study::StudyPlan& plan_;
 };
 
-std::map<std::string, std::string> recorded_cell_statuses(const SweepContext& ctx) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  if (!std::filesystem::exists(ctx.spec.results, ec)) return out;
-  const auto r = results::query_readonly(
-      ctx.spec.results, "SELECT cell_id, status FROM study_cells WHERE sweep_id = ?1",
-      {ctx.plan.sweep_name});
-  for (const auto& row : r.rows) out[row[0].value_or("")] = row[1].value_or("?");
-  return out;
+// Cells by status, trials by outcome, the undecided trials and the cell table.
+void print_progress(const study::StudyPlan& plan, const analysis::StudyProgress& progress) {
+  std::map<std::string, size_t> cells;
+  for (const auto& cell : plan.cells) {
+    auto it = progress.cell_status.find(cell.cell_id);
+    ++cells[it == progress.cell_status.end() ? std::string("not opened") : it->second];
+  }
+  std::string line;
+  for (const auto& [status, n] : cells) line += fmt::format("  {} {}", status, n);
+  fmt::print("  cells: {}\n", line);
+  line.clear();
+  for (const auto& [outcome, n] : progress.trial_outcomes)
+    line += fmt::format("  {} {}", outcome, n);
+  fmt::print("  trials:{}\n", line.empty() ? " none yet" : line);
+  if (!progress.undecided.empty()) fmt::print("undecided trials:\n");
+  const auto or_dash = [](const std::optional<int64_t>& v, const char* none) {
+    return v ? std::to_string(*v) : std::string(none);
+  };
+  for (const auto& t : progress.undecided) {
+    fmt::print("  {}  lr {}  {}  step {}/{}\n", t.run_id, lr_text(t.base_lr),
+               t.run_status.value_or("not started"), or_dash(t.last_step, "-"),
+               or_dash(t.total_steps, "?"));
+  }
+  analysis::TableBuilder b;
+  for (const auto& c : progress.cells) {
+    b.text("optimizer", c.optimizer);
+    b.integer("batch", c.global_batch);
+    b.integer("seed", c.seed);
+    b.text("status", c.status);
+    b.number("best_lr", c.best_lr, "{:.4g}");
+    b.number("steps", c.steps_to_target, "{:.1f}");
+    b.integer("cap", c.cap_steps);
+    b.integer("trials", c.trials);
+    b.end_row();
+  }
+  if (!progress.cells.empty()) fmt::print("\n{}", results::format_table(b.table));
 }
 
 void print_summary(const SweepContext& ctx, const study::StudySummary& s) {
@@ -146,7 +175,8 @@ void print_summary(const SweepContext& ctx, const study::StudySummary& s) {
 int print_study_plan(const SweepContext& ctx, const std::string& format) {
   const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
   const auto firsts = first_trials(plan);
-  const auto recorded = recorded_cell_statuses(ctx);
+  const auto recorded =
+      analysis::read_study_progress(ctx.spec.results, ctx.plan.sweep_name).cell_status;
   const auto& st = plan.study();
   auto centre_of = [&](size_t c) -> std::string {
     if (firsts[c]) return lr_text(firsts[c]->base_lr);
@@ -158,26 +188,31 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
   };
   fmt::memory_buffer out;
   if (format == "json") {
-    fmt::format_to(std::back_inserter(out),
-                   "{{\"sweep\": {}, \"results\": {}, \"study\": {{\"target_metric\": {}, "
-                   "\"target_value\": {}, \"lr_factor\": {}, \"lr_points_max\": {}, "
-                   "\"evals_per_octave\": {}}},\n \"cells\": [",
-                   json_string(ctx.spec.name), json_string(ctx.spec.results),
-                   json_string(st.target_metric), st.target_value, st.lr_factor, st.lr_points_max,
-                   st.evals_per_octave);
+    nlohmann::ordered_json j = {{"sweep", ctx.spec.name},
+                                {"results", ctx.spec.results},
+                                {"study",
+                                 {{"target_metric", st.target_metric},
+                                  {"target_value", st.target_value},
+                                  {"lr_factor", st.lr_factor},
+                                  {"lr_points_max", st.lr_points_max},
+                                  {"evals_per_octave", st.evals_per_octave}}},
+                                {"cells", nlohmann::ordered_json::array()}};
     for (size_t c = 0; c < plan.cells.size(); ++c) {
       const auto& first = firsts[c];
-      fmt::format_to(
-          std::back_inserter(out),
-          "{}\n  {{\"index\": {}, \"cell_id\": \"{}\", \"coordinates\": {}, "
-          "\"centre\": {}, \"cap_steps\": {}, \"warmup_steps\": {}, "
-          "\"first_trial\": {}, \"status\": \"{}\"}}",
-          c ? "," : "", c + 1, plan.cells[c].cell_id, json_string(describe_cell(plan, c)),
-          first ? config::format_float(first->base_lr) : "null", plan.cells[c].max_cap_steps,
-          first ? std::to_string(first->derived.warmup_steps.value_or(0)) : "null",
-          first ? "\"" + first->run_id + "\"" : "null", status_of(c));
+      j["cells"].push_back(
+          {{"index", c + 1},
+           {"cell_id", plan.cells[c].cell_id},
+           {"coordinates", describe_cell(plan, c)},
+           {"centre",
+            first ? nlohmann::ordered_json(first->base_lr) : nlohmann::ordered_json(nullptr)},
+           {"cap_steps", plan.cells[c].max_cap_steps},
+           {"warmup_steps", first ? nlohmann::ordered_json(first->derived.warmup_steps.value_or(0))
+                                  : nlohmann::ordered_json(nullptr)},
+           {"first_trial",
+            first ? nlohmann::ordered_json(first->run_id) : nlohmann::ordered_json(nullptr)},
+           {"status", status_of(c)}});
     }
-    fmt::format_to(std::back_inserter(out), "]}}\n");
+    fmt::format_to(std::back_inserter(out), "{}\n", j.dump(1));
   } else {
     results::QueryResult table;
     table.columns = {"#"};
@@ -273,45 +308,8 @@ int print_study_status(const SweepContext& ctx) {
                  sweeps::lock_description(ctx.layout.coordinator_lock_path()));
     }
   }
-  const auto recorded = recorded_cell_statuses(ctx);
-  std::map<std::string, size_t> cells;
-  for (const auto& cell : plan.cells) {
-    auto it = recorded.find(cell.cell_id);
-    ++cells[it == recorded.end() ? std::string("not opened") : it->second];
-  }
-  std::string line;
-  for (const auto& [status, n] : cells) line += fmt::format("  {} {}", status, n);
-  fmt::print("  cells: {}\n", line);
-  const auto outcomes = results::query_readonly(
-      db,
-      "SELECT t.outcome, count(*), sum(t.samples_trained), sum(t.cap_samples) FROM study_trials t "
-      "JOIN study_cells c ON c.cell_id = t.cell_id WHERE c.sweep_id = ?1 GROUP BY t.outcome "
-      "ORDER BY t.outcome",
-      {ctx.spec.name});
-  line.clear();
-  for (const auto& row : outcomes.rows) {
-    line += fmt::format("  {} {}", row[0].value_or("?"), row[1].value_or("0"));
-  }
-  fmt::print("  trials:{}\n", line.empty() ? " none yet" : line);
-  const auto running = results::query_readonly(
-      db,
-      "SELECT t.run_id, t.base_lr, r.status, r.last_step, r.total_steps FROM study_trials t "
-      "JOIN study_cells c ON c.cell_id = t.cell_id LEFT JOIN runs r ON r.run_id = t.run_id "
-      "WHERE c.sweep_id = ?1 AND t.outcome = 'running' ORDER BY t.cell_id, t.lr_index",
-      {ctx.spec.name});
-  if (!running.rows.empty()) fmt::print("undecided trials:\n");
-  for (const auto& row : running.rows) {
-    fmt::print("  {}  lr {}  {}  step {}/{}\n", row[0].value_or("?"), row[1].value_or("?"),
-               row[2].value_or("not started"), row[3].value_or("-"), row[4].value_or("?"));
-  }
-  const auto table = results::query_readonly(
-      db,
-      "SELECT optimizer, global_batch AS batch, seed, status, best_lr, "
-      "round(steps_to_target, 1) AS steps, cap_steps AS cap, (SELECT count(*) FROM study_trials t "
-      "WHERE t.cell_id = c.cell_id) AS trials FROM study_cells c WHERE sweep_id = ?1 "
-      "ORDER BY optimizer, global_batch, seed",
-      {ctx.spec.name});
-  if (!table.rows.empty()) fmt::print("\n{}", results::format_table(table));
+  const auto progress = analysis::read_study_progress(db, ctx.spec.name);
+  print_progress(plan, progress);
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "tests/sweeps/sweep_cli_util.h"
 
@@ -52,10 +53,15 @@ TEST(StudyPlan, ListsTheCellsAndTheFirstTrialOfEachAndSlurmRefusesAStudy) {
   EXPECT_EQ(count_of(plan.output, "  new"), 2u) << plan.output;
   auto json = s.sweep("plan --format json");
   ASSERT_EQ(json.exit_code, 0) << json.output;
-  EXPECT_NE(json.output.find("\"centre\": 0.05, \"cap_steps\": 40, \"warmup_steps\": 5"),
-            std::string::npos)
-      << json.output;
-  EXPECT_NE(json.output.find("\"first_trial\": null"), std::string::npos) << json.output;
+  const auto parsed = nlohmann::json::parse(json.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(parsed.is_discarded()) << json.output;
+  ASSERT_EQ(parsed["cells"].size(), 2u) << json.output;
+  const auto& first = parsed["cells"][0];
+  EXPECT_EQ(first["centre"], 0.05);
+  EXPECT_EQ(first["cap_steps"], 40);
+  EXPECT_EQ(first["warmup_steps"], 5);
+  EXPECT_TRUE(parsed["cells"][1]["first_trial"].is_null()) << json.output;
+  EXPECT_EQ(parsed["study"]["target_metric"], "val_acc");
 
   auto submit =
       testing::run_batchlab("sweep submit " + testing::shell_quote(s.spec) + " --slurm --dry-run");
