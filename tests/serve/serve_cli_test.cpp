@@ -87,20 +87,21 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
   TempDir dir("serve-cli");
   const auto older = copy_fixture(dir, "v2.db");
   {
-    // A genuine version-2 file: without what migration 3 adds.
+    // A genuine version-2 file: without what migrations 3 and 4 add.
     results::Connection db(older, SQLITE_OPEN_READWRITE);
     db.exec(
         "ALTER TABLE evals DROP COLUMN val_loss; ALTER TABLE evals DROP COLUMN val_acc; "
-        "DROP TABLE study_trials; DROP TABLE study_cells; PRAGMA user_version = 2",
+        "DROP TABLE study_trials; DROP TABLE study_cells; ALTER TABLE runs DROP COLUMN "
+        "stop_reason; PRAGMA user_version = 2",
         "test");
   }
   EXPECT_EQ(testing::run_serve(older).exit_code, 2);
   const auto migrated = run_batchlab("results migrate --db " + shell_quote(older));
   EXPECT_EQ(migrated.exit_code, 0) << migrated.output;
-  EXPECT_NE(migrated.output.find("schema version 2 -> 3"), std::string::npos) << migrated.output;
+  EXPECT_NE(migrated.output.find("schema version 2 -> 4"), std::string::npos) << migrated.output;
   const auto r = testing::run_serve(older, "--port 0", 2);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("schema v3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("schema v4"), std::string::npos) << r.output;
 
   // A file batchlab did not write is not "migrated" into one.
   const auto refused = run_batchlab("results migrate --db " + shell_quote(foreign_db(dir)));
