@@ -13,6 +13,7 @@
 #include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "core/config/canonical.h"
+#include "core/config/schema.h"
 #include "core/errors.h"
 #include "results/query_result.h"
 #include "sweeps/study_engine.h"
@@ -234,14 +235,14 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
       table.rows.push_back(std::move(row));
     }
     fmt::format_to(std::back_inserter(out), "{}", results::format_table(table));
-    fmt::format_to(
-        std::back_inserter(out),
-        "\n{} cells, each a learning-rate search raced to {} {} {} (factor {}, at most "
-        "{} points, {} evaluations per octave); the first trial of a cell is its "
-        "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
-        plan.cells.size(), st.target_metric,
-        study::make_goal(st.target_metric, 0).higher_is_better ? ">=" : "<=", st.target_value,
-        st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results, ctx.spec.runs_dir);
+    fmt::format_to(std::back_inserter(out),
+                   "\n{} cells, each a learning-rate search raced to {} {} {} (factor {}, at most "
+                   "{} points, {} evaluations per octave); the first trial of a cell is its "
+                   "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
+                   plan.cells.size(), st.target_metric,
+                   config::is_accuracy_metric(st.target_metric) ? ">=" : "<=", st.target_value,
+                   st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results,
+                   ctx.spec.runs_dir);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;

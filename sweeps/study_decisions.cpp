@@ -31,9 +31,7 @@ bool nearer_centre(int64_t a, int64_t b) {
 
 }  // namespace
 
-Goal make_goal(const std::string& metric, double value) {
-  return Goal{metric, value, config::is_accuracy_metric(metric)};
-}
+Goal make_goal(const std::string& metric, double value) { return Goal{metric, value}; }
 
 bool at_least_as_good(const Goal& goal, double value, double level) {
   return config::reaches_target(goal.metric, value, level);

@@ -28,7 +28,6 @@ namespace batchlab::sweeps::study {
 struct Goal {
   std::string metric;  // val_acc | val_loss
   double value = 0.0;
-  bool higher_is_better = true;  // accuracies; losses are reached from above
 };
 Goal make_goal(const std::string& metric, double value);
 // Whether `value` is at least as good as `level` for this goal's metric.

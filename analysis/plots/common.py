@@ -54,16 +54,21 @@ def load_study_report(args):
         raise FigureInputError("give --report FILE, the study report written by "
                                "`batchlab report --db DB --format json > FILE` "
                                "(batchlab plot does this itself)")
+    return read_study_report(args.report)
+
+
+def read_study_report(path):
+    """One study report JSON file, checked to be a study's with cells."""
     try:
-        with open(args.report, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             report = json.load(f)
     except (OSError, ValueError) as e:
-        raise FigureInputError(f"--report {args.report}: {e}")
+        raise FigureInputError(f"--report {path}: {e}")
     if report.get("kind") != "study":
-        raise FigureInputError(f"--report {args.report}: not a study report (the database has "
+        raise FigureInputError(f"--report {path}: not a study report (the database has "
                                "no study_cells rows)")
     if not report.get("cells"):
-        raise FigureInputError(f"--report {args.report}: the study has no cells yet")
+        raise FigureInputError(f"--report {path}: the study has no cells yet")
     return report
 
 

@@ -10,7 +10,7 @@ study reports' own (batchlab report --format json), so the figure says what the 
 
 import math
 
-from common import FigureInputError, geometric, main, new_figure, save
+from common import FigureInputError, geometric, main, new_figure, read_study_report, save
 
 
 def seed_points(cells):
@@ -111,7 +111,6 @@ def draw_panel(plt, ax, report, title):
 
 
 def draw(_db, args):
-    import json
     reports = [r for r in args.report.split(",") if r]
     if not reports:
         raise FigureInputError("give --report A.json,B.json: one study report per panel")
@@ -119,16 +118,7 @@ def draw(_db, args):
     if titles and len(titles) != len(reports):
         raise FigureInputError(f"--titles gives {len(titles)} titles for {len(reports)} panels "
                                "(separate them with |)")
-    loaded = []
-    for path in reports:
-        try:
-            with open(path, encoding="utf-8") as f:
-                report = json.load(f)
-        except (OSError, ValueError) as e:
-            raise FigureInputError(f"--report {path}: {e}")
-        if report.get("kind") != "study" or not report.get("cells"):
-            raise FigureInputError(f"--report {path}: not a study report with cells")
-        loaded.append(report)
+    loaded = [read_study_report(path) for path in reports]
     plt, fig, axes = new_figure(len(loaded), panel_width=6.5)
     if len(loaded) == 1:
         axes = [axes]
