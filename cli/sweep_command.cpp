@@ -12,8 +12,10 @@
 #include "cli/args.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
+#include "cli/sweep_study_slurm.h"
 #include "core/errors.h"
 #include "sweeps/slurm.h"
+#include "sweeps/slurm_check.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {
@@ -29,12 +31,25 @@ constexpr const char* kSweepUsage =
     "  status SWEEP.toml                                     counts, progress, failures\n"
     "  submit SWEEP.toml --slurm [--partition P] [--time T] [--gpus-per-job G]\n"
     "         [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... [--dry-run]\n"
-    "                                                        one Slurm job array\n"
+    "                                                        one Slurm job array; a study's\n"
+    "                                                        coordinator as a Slurm job\n"
     "  simulate STUDY.toml --from DB [--workers 2,8,64]      a study's makespan under both\n"
     "                                                        trial orders, replayed from DB\n"
     "A spec with a [study] section is a scaling study: plan shows its cells and first trials, run\n"
     "searches each cell's learning rate raced to the target, status shows cells and trials\n"
     "(docs/sweeps.md). Run `batchlab sweep <subcommand> --help` for its options.";
+
+constexpr const char* kSubmitUsage =
+    "batchlab sweep submit SWEEP.toml --slurm [--partition P] [--time T] [--gpus-per-job G]\n"
+    "       [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... [--dry-run]\n"
+    "  a sweep: one job array of the jobs still to run (M at once)\n"
+    "  a study ([study]): its coordinator as one Slurm job, every trial a job of its own with\n"
+    "  these resources (M trials queued at once, default 16), and for a study only:\n"
+    "    --coordinator-time T   the coordinator job's --time (it lasts the whole study)\n"
+    "    --retries K            submit a trial that crashed again, K times (default 0)\n"
+    "    --snapshot-every S     seconds between a trial's published records (default 10)\n"
+    "    --publish-every S      seconds between the coordinator's published database (default 30)\n"
+    "  Every option is checked with `sbatch --test-only` before anything is submitted.";
 
 std::atomic<int> g_task_stop{0};
 extern "C" void on_task_signal(int) { g_task_stop.fetch_add(1); }
@@ -50,44 +65,34 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (sub == "submit") return cmd_sweep_submit(rest);
   if (sub == "simulate") return cmd_sweep_simulate(rest);
   if (sub == "slurm-task") return cmd_sweep_slurm_task(rest);
+  if (sub == "slurm-coordinator") return cmd_sweep_slurm_coordinator(rest);
   throw UsageError(fmt::format("unknown sweep subcommand '{}'\nusage: {}", sub, kSweepUsage));
 }
 
 int cmd_sweep_submit(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {{"slurm", false, false},
-             {"partition", true, false},
-             {"time", true, false},
-             {"gpus-per-job", true, false},
-             {"max-parallel", true, false},
-             {"cpus-per-task", true, false},
-             {"sbatch-arg", true, true},
-             {"dry-run", false, false}},
-            "batchlab sweep submit SWEEP.toml --slurm [--partition P] [--time T] "
-            "[--gpus-per-job G] [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... "
-            "[--dry-run]");
+  Args args(argv, slurm_submit_options(), kSubmitUsage);
   const std::string spec_path = args.positional("SWEEP.toml");
   if (!args.flag("slurm")) {
     throw UsageError("name the scheduler: --slurm (the only one supported)\nusage: " +
                      args.usage());
   }
-  sweeps::SlurmOptions options;
-  options.batchlab = self_executable();
-  options.partition = args.value("partition").value_or("");
-  options.time = args.value("time").value_or("");
-  options.gpus_per_job = static_cast<int>(args.integer("gpus-per-job").value_or(0));
-  options.max_parallel = static_cast<int>(args.integer("max-parallel").value_or(0));
-  options.extra_args = args.values("sbatch-arg");
-  options.submit = !args.flag("dry-run");
-  if (options.gpus_per_job < 0 || options.max_parallel < 0) {
-    throw UsageError("--gpus-per-job and --max-parallel must be >= 0\nusage: " + args.usage());
-  }
-
+  std::vector<std::string> study_flags;
+  auto settings = slurm_submit_settings(args, &study_flags);
+  const bool dry_run = args.flag("dry-run");
   auto ctx = load_sweep(spec_path, /*keep_config_toml=*/true);
-  sweeps::check_submittable(ctx.spec);
   int64_t threads = 0;
   for (const auto& job : ctx.plan.jobs) threads = std::max(threads, job.threads);
-  options.cpus_per_task = static_cast<int>(args.integer("cpus-per-task").value_or(threads));
+  if (settings.jobs.cpus_per_task == 0) settings.jobs.cpus_per_task = static_cast<int>(threads);
+  if (ctx.spec.study) return submit_study_slurm(ctx, spec_path, settings, dry_run);
+  if (!study_flags.empty()) {
+    throw UsageError(fmt::format("{}: only for a study ([study]); {} is a plain sweep\nusage: {}",
+                                 study_flags.front(), spec_path, args.usage()));
+  }
+  sweeps::SlurmOptions options = settings.jobs;
+  options.batchlab = self_executable();
+  options.submit = !dry_run;
+  // Before anything is recorded: a refused option is bad input with nothing submitted.
+  if (!dry_run) sweeps::check_slurm_resources(options, "the sweep's array");
   const auto lock = coordinator_lock(ctx, "submit");
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, ctx.plan);

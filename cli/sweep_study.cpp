@@ -12,6 +12,8 @@
 #include "analysis/study_progress.h"
 #include "analysis/table_builder.h"
 #include "cli/app.h"
+#include "cli/study_printer.h"
+#include "cli/sweep_study_slurm.h"
 #include "core/config/canonical.h"
 #include "core/config/schema.h"
 #include "core/errors.h"
@@ -29,8 +31,6 @@ using results::ValueType;
 
 std::atomic<int> g_study_stop{0};
 extern "C" void on_study_stop_signal(int) { g_study_stop.fetch_add(1); }
-
-std::string lr_text(double lr) { return fmt::format("{:.6g}", lr); }
 
 // Every cell's first trial (its centre at the full cap), built once before anything runs so that a
 // config the study cannot make is reported now. nullopt where the centre waits for another cell.
@@ -51,67 +51,6 @@ std::vector<std::optional<sweeps::Job>> first_trials(const study::StudyPlan& pla
 std::string describe_cell(const study::StudyPlan& plan, size_t c) {
   return plan.plan->describe(plan.job(c));
 }
-
-// Progress lines of `sweep run` on a study.
-class StudyPrinter : public sweeps::RunObserver, public study::StudyObserver {
- public:
-  explicit StudyPrinter(const study::StudyPlan& plan) : plan_(plan) {}
-
-  void cell_opened(const results::StudyCellRow& row, size_t c) override {
-    print("{} open      {}  centre {}  cap {} steps, warmup {}\n", tag(c), describe_cell(plan_, c),
-          lr_text(row.lr_center), row.cap_steps, row.warmup_steps);
-  }
-  void trial_started(const sweeps::Job& job, const results::StudyTrialRow& row, size_t c) override {
-    print("{} start     {}  lr {} (k={:+d})\n", tag(c), job.run_id, lr_text(row.base_lr),
-          row.lr_index);
-  }
-  void trial_ended(const sweeps::Job& job, const results::StudyTrialRow& row, size_t c) override {
-    std::string detail;
-    if (row.steps_to_target) detail = fmt::format("  {:.1f} steps to target", *row.steps_to_target);
-    if (row.reason && row.outcome != results::trial_outcome::kReached) detail = "  " + *row.reason;
-    print("{} {:<9} {}  lr {}{}\n", tag(c), row.outcome, job.run_id, lr_text(row.base_lr), detail);
-  }
-  void trial_interrupted(const sweeps::Job& job, const study::TrialEnd& end, size_t c) override {
-    print("{} {:<9} {}  {}\n", tag(c), end.status, job.run_id, end.error);
-  }
-  void stop_requested(const sweeps::Job& job, const StopRequest& stop) override {
-    print("  request   {}  {}\n", job.run_id, stop.at_step(stop.step));
-  }
-  void cell_completed(const results::StudyCellRow& row, size_t c) override {
-    if (row.status == results::cell_status::kReached) {
-      print("{} {:<9} best lr {}: {:.1f} steps, {:.0f} samples\n", tag(c), row.status,
-            lr_text(row.best_lr.value_or(0)), row.steps_to_target.value_or(0),
-            row.samples_to_target.value_or(0));
-    } else {
-      print("{} {:<9} no trial reached the target within {} steps\n", tag(c), row.status,
-            row.cap_steps);
-    }
-  }
-  void finished(const sweeps::JobEvent& e) override {
-    if (e.retry) print("  retrying  {}  {}: {}\n", e.job->run_id, e.exit, e.error);
-  }
-  void stopping(int level) override {
-    if (level == 1) {
-      print(
-          "stopping: asking the running trials to stop (they record preempted); press Ctrl-C "
-          "again to kill them\n");
-    } else {
-      print("killing the running trials\n");
-    }
-  }
-
- private:
-  template <class... T>
-  static void print(fmt::format_string<T...> format, T&&... args) {
-    fmt::print(format, std::forward<T>(args)...);
-    std::fflush(stdout);
-  }
-  std::string tag(size_t c) const {
-    return fmt::format("[cell {:>{}}/{}]", c + 1, std::to_string(plan_.cells.size()).size(),
-                       plan_.cells.size());
-  }
-  const study::StudyPlan& plan_;
-};
 
 // Cells by status, trials by outcome, the undecided trials and the cell table.
 void print_progress(const study::StudyPlan& plan, const analysis::StudyProgress& progress) {
@@ -248,25 +187,18 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
   return kExitOk;
 }
 
-int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
-              const WorkerChoice& workers) {
-  const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
+study::StudyPlan checked_study_plan(const SweepContext& ctx) {
+  auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
   first_trials(plan);  // a config the study cannot make is bad input, reported before anything runs
-  const auto lock = coordinator_lock(ctx, "run");
-  sweeps::SweepRecords records(ctx.spec, ctx.layout);
-  records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as decided
-  fmt::print("study {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
-             ctx.spec.results, ctx.spec.runs_dir, workers.describe());
-  std::fflush(stdout);
+  return plan;
+}
 
-  study::ProcessSourceOptions source_options;
-  source_options.run = options;
-  source_options.run.workers = workers.workers;
-  source_options.run.stop_requests = &g_study_stop;
-  StudyPrinter printer(plan);
-  study::ProcessTrialSource source(records, ctx.layout, ctx.spec.name, source_options, printer);
+std::atomic<int>& study_stop_requests() { return g_study_stop; }
+
+int run_study_engine(const SweepContext& ctx, const study::StudyPlan& plan,
+                     sweeps::SweepRecords& records, study::TrialSource& source,
+                     StudyPrinter& printer) {
   study::StudyEngine engine(plan, records.store(), records.sweep_id(), source, printer);
-
   g_study_stop.store(0);
   auto previous_int = std::signal(SIGINT, on_study_stop_signal);
   auto previous_term = std::signal(SIGTERM, on_study_stop_signal);
@@ -282,6 +214,25 @@ int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
   std::signal(SIGTERM, previous_term);
   print_summary(ctx, summary);
   return summary.stopped || summary.unfinished > 0 ? kExitFailed : kExitOk;
+}
+
+int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
+              const WorkerChoice& workers) {
+  const auto plan = checked_study_plan(ctx);
+  const auto lock = coordinator_lock(ctx, "run");
+  sweeps::SweepRecords records(ctx.spec, ctx.layout);
+  records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as decided
+  fmt::print("study {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
+             ctx.spec.results, ctx.spec.runs_dir, workers.describe());
+  std::fflush(stdout);
+
+  study::ProcessSourceOptions source_options;
+  source_options.run = options;
+  source_options.run.workers = workers.workers;
+  source_options.run.stop_requests = &g_study_stop;
+  StudyPrinter printer(plan);
+  study::ProcessTrialSource source(records, ctx.layout, ctx.spec.name, source_options, printer);
+  return run_study_engine(ctx, plan, records, source, printer);
 }
 
 int print_study_status(const SweepContext& ctx) {
@@ -303,12 +254,14 @@ int print_study_status(const SweepContext& ctx) {
         job.run_id = t.run_id;
         trials.jobs.push_back(job);
       }
-      records.reconcile(trials);
+      // Trials queued or running in Slurm are folded as they are (their jobs publish records).
+      records.reconcile(trials, study_trials_in_slurm(ctx));
     } else {
       fmt::print("  (a coordinator is active: {})\n",
                  sweeps::lock_description(ctx.layout.coordinator_lock_path()));
     }
   }
+  print_study_slurm_jobs(ctx);
   const auto progress = analysis::read_study_progress(db, ctx.spec.name);
   print_progress(plan, progress);
   return kExitOk;

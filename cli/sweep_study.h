@@ -2,17 +2,35 @@
 // "Studies"): its jobs are cells, each with a learning-rate search, run by the study coordinator.
 #pragma once
 
+#include <atomic>
 #include <string>
 
+#include "cli/study_printer.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_workers.h"
 #include "sweeps/local_runner.h"
+#include "sweeps/study_engine.h"
+#include "sweeps/study_plan.h"
+#include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {
 
 // `sweep plan`: the cells and the first trial of each (ConfigError, exit 2, when a cell's trials
 // cannot be built).
 int print_study_plan(const SweepContext& ctx, const std::string& format);
+
+// The study's cells with every cell's first trial built: a config the study cannot make is bad
+// input (ConfigError, exit 2), reported before anything runs or is recorded.
+sweeps::study::StudyPlan checked_study_plan(const SweepContext& ctx);
+
+// The counter SIGINT and SIGTERM raise while run_study_engine runs (a trial source watches it).
+std::atomic<int>& study_stop_requests();
+
+// Runs the study engine over `source` until the study ends or a signal stops it, then prints the
+// summary. The exit code: failed when stopped early or a trial failed.
+int run_study_engine(const SweepContext& ctx, const sweeps::study::StudyPlan& plan,
+                     sweeps::SweepRecords& records, sweeps::study::TrialSource& source,
+                     StudyPrinter& printer);
 
 // `sweep run`: runs the study over `options.workers` workers; resumes what the database holds.
 int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,

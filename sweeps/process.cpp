@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -171,6 +173,24 @@ std::string tail_lines(const std::string& path, size_t lines) {
   }
   std::string out;
   for (const auto& l : kept) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+CommandOutput capture_command(const std::string& shell_command) {
+  CommandOutput out;
+  FILE* pipe = ::popen((shell_command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.output.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
 }
 

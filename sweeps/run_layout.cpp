@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -55,6 +56,12 @@ std::string RunLayout::log_path(const std::string& run_id) const {
 }
 std::string RunLayout::lock_path(const std::string& run_id) const {
   return (fs::path(dir(run_id)) / "job.lock").string();
+}
+std::string RunLayout::stop_path(const std::string& run_id) const {
+  return (fs::path(dir(run_id)) / "stop").string();
+}
+std::string RunLayout::slurm_job_path(const std::string& run_id) const {
+  return (fs::path(dir(run_id)) / "slurm_job").string();
 }
 std::string RunLayout::coordinator_lock_path() const {
   return (fs::path(root_) / "coordinator.lock").string();
@@ -130,7 +137,9 @@ std::string lock_description(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
+  std::string out = text.str();
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  return out;
 }
 
 }  // namespace batchlab::sweeps

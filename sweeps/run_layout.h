@@ -9,7 +9,11 @@
 //   <runs_dir>/<run_id>/records.db     the job's own SQLite file, written only by that job
 //   <runs_dir>/<run_id>/log.txt        its stdout and stderr, every attempt appended
 //   <runs_dir>/<run_id>/job.lock       held by the job's process while it lives
-//   <runs_dir>/slurm/                  sbatch scripts, task lists, submissions.txt
+//   <runs_dir>/<run_id>/stop           a study's stop request for the run ("REASON STEP";
+//                                      `batchlab train --stop-file`)
+//   <runs_dir>/<run_id>/slurm_job      the Slurm job of a study trial's latest submission
+//   <runs_dir>/slurm/                  sbatch scripts, task lists, submissions.txt (and a Slurm-run
+//                                      study's coordinator.txt)
 //
 // Locks are flock(2) locks: the kernel drops them when their holder dies in any way (kill -9
 // included), so a lock that can be taken proves that nobody holds it any more.
@@ -49,6 +53,8 @@ class RunLayout {
   std::string records_path(const std::string& run_id) const;
   std::string log_path(const std::string& run_id) const;
   std::string lock_path(const std::string& run_id) const;
+  std::string stop_path(const std::string& run_id) const;
+  std::string slurm_job_path(const std::string& run_id) const;
   std::string coordinator_lock_path() const;
   std::string slurm_dir() const;
 

@@ -26,24 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs a command, returning its exit status and its stdout (stderr joined in).
-std::pair<int, std::string> capture(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 std::vector<std::string> read_lines(const std::string& path) {
   std::vector<std::string> lines;
   std::ifstream in(path);
@@ -76,34 +58,52 @@ std::string stamp() {
 
 }  // namespace
 
+std::vector<SbatchOption> sbatch_options(const SlurmOptions& options) {
+  std::vector<SbatchOption> out;
+  if (!options.partition.empty()) {
+    out.push_back({"--partition " + options.partition, "--partition=" + options.partition});
+  }
+  if (!options.time.empty()) out.push_back({"--time " + options.time, "--time=" + options.time});
+  if (options.gpus_per_job > 0) {
+    out.push_back({fmt::format("--gpus-per-job {}", options.gpus_per_job),
+                   fmt::format("--gres=gpu:{}", options.gpus_per_job)});
+  }
+  if (options.cpus_per_task > 0) {
+    out.push_back({fmt::format("--cpus-per-task {}", options.cpus_per_task),
+                   fmt::format("--cpus-per-task={}", options.cpus_per_task)});
+  }
+  for (const auto& extra : options.extra_args) out.push_back({"--sbatch-arg " + extra, extra});
+  return out;
+}
+
 std::string sbatch_script(const std::string& sweep_name, const std::string& tasks_path,
                           size_t task_count, const RunLayout& layout, const SlurmOptions& options) {
   const std::string out_pattern =
       (fs::absolute(layout.slurm_dir()) / (fs::path(tasks_path).stem().string() + "-%a.out"))
           .string();
   std::string s = "#!/bin/bash\n";
-  s += fmt::format("#SBATCH --job-name=batchlab-{}\n", sweep_name);
+  s += fmt::format("#SBATCH --job-name={}\n",
+                   options.job_name.empty() ? "batchlab-" + sweep_name : options.job_name);
   s += fmt::format("#SBATCH --array=0-{}{}\n", task_count - 1,
                    options.max_parallel > 0 ? fmt::format("%{}", options.max_parallel) : "");
   s += fmt::format("#SBATCH --output={}\n", out_pattern);
   s += "#SBATCH --ntasks=1\n";
-  if (!options.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", options.partition);
-  if (!options.time.empty()) s += fmt::format("#SBATCH --time={}\n", options.time);
-  if (options.gpus_per_job > 0) s += fmt::format("#SBATCH --gres=gpu:{}\n", options.gpus_per_job);
-  if (options.cpus_per_task > 0) {
-    s += fmt::format("#SBATCH --cpus-per-task={}\n", options.cpus_per_task);
+  for (const auto& option : sbatch_options(options)) {
+    s += fmt::format("#SBATCH {}\n", option.argument);
   }
   // Preemption: ask for SIGTERM ahead of the kill, so the job can record `preempted`.
   s += "#SBATCH --signal=B:TERM@60\n";
-  for (const auto& extra : options.extra_args) s += fmt::format("#SBATCH {}\n", extra);
   s += fmt::format(
       "# Written by `batchlab sweep submit` for sweep {}: array task i runs the job whose run "
       "folder\n"
       "# is line i+1 of the task list, with its records on node-local disk, published as "
       "snapshots.\n",
       sweep_name);
-  s += fmt::format("exec {} sweep slurm-task {} \"$SLURM_ARRAY_TASK_ID\"\n",
-                   shell_quote(options.batchlab), shell_quote(fs::absolute(tasks_path).string()));
+  s += fmt::format("exec {} sweep slurm-task {} \"$SLURM_ARRAY_TASK_ID\"{}\n",
+                   shell_quote(options.batchlab), shell_quote(fs::absolute(tasks_path).string()),
+                   options.snapshot_every > 0
+                       ? fmt::format(" --snapshot-every {}", options.snapshot_every)
+                       : "");
   return s;
 }
 
@@ -128,7 +128,7 @@ SlurmSubmission submit_array(const std::string& sweep_name, const std::vector<co
     if (!script) throw Error(fmt::format("cannot write {}", out.script));
   }
   if (!options.submit) return out;
-  const auto [code, output] = capture("sbatch --parsable " + shell_quote(out.script));
+  const auto [code, output] = capture_command("sbatch --parsable " + shell_quote(out.script));
   if (code != 0) {
     throw Error(fmt::format("sbatch {} failed ({}): {}", out.script,
                             code < 0 ? "not run" : fmt::format("exit code {}", code), output));
@@ -136,6 +136,16 @@ SlurmSubmission submit_array(const std::string& sweep_name, const std::vector<co
   out.job_id = output.substr(0, output.find_first_of(";\n"));
   std::ofstream log((fs::path(layout.slurm_dir()) / "submissions.txt").string(), std::ios::app);
   log << out.job_id << " " << out.tasks << "\n";
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> slurm_submissions(const RunLayout& layout) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [id, tasks] : submissions(layout)) {
+    auto& runs = out[id];
+    runs.clear();
+    for (const auto& dir : read_lines(tasks)) runs.push_back(fs::path(dir).filename().string());
+  }
   return out;
 }
 
@@ -147,34 +157,47 @@ std::set<std::string> slurm_submitted_runs(const RunLayout& layout) {
   return out;
 }
 
-std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
-                                                       const std::string& sweep_name) {
-  const auto subs = submissions(layout);
-  if (subs.empty()) return std::set<std::string>{};
+std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& name : names) list += (list.empty() ? "" : ",") + name;
+  // %A: the job's id, or its array's; %a: the array task ("N/A" outside arrays). -r: one line per
+  // array task, pending ones included.
   const auto [code, output] =
-      capture("squeue -h -r -o '%i %T' --name=" + shell_quote("batchlab-" + sweep_name));
+      capture_command("squeue -h -r -o '%A|%a|%T|%j' --name=" + shell_quote(list));
   if (code != 0) return std::nullopt;
-  std::map<std::string, std::vector<std::string>> tasks_of;
-  for (const auto& [id, tasks] : subs) tasks_of[id] = read_lines(tasks);
-  std::set<std::string> active;
+  std::vector<SlurmQueueEntry> out;
   std::istringstream lines(output);
   std::string line;
   while (std::getline(lines, line)) {
-    const std::string id = line.substr(0, line.find(' '));
-    const size_t underscore = id.find('_');
-    if (underscore == std::string::npos) continue;
-    auto it = tasks_of.find(id.substr(0, underscore));
-    if (it == tasks_of.end()) continue;
-    const std::string index = id.substr(underscore + 1);
-    if (!index.empty() && index.front() == '[') {
-      // A pending range not expanded: count every task of the submission as active.
-      for (const auto& dir : it->second) active.insert(fs::path(dir).filename().string());
-      continue;
+    std::vector<std::string> fields;
+    std::istringstream parts(line);
+    std::string field;
+    while (std::getline(parts, field, '|')) fields.push_back(field);
+    if (fields.size() < 4) continue;
+    SlurmQueueEntry entry{fields[0], std::nullopt, fields[2], fields[3]};
+    if (!fields[1].empty() && std::isdigit(static_cast<unsigned char>(fields[1][0]))) {
+      entry.task = std::stoul(fields[1]);
     }
-    try {
-      const size_t i = std::stoul(index);
-      if (i < it->second.size()) active.insert(fs::path(it->second[i]).filename().string());
-    } catch (const std::exception&) {
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
+                                                       const std::string& sweep_name) {
+  const auto runs_of = slurm_submissions(layout);
+  if (runs_of.empty()) return std::set<std::string>{};
+  const auto queue = slurm_queue({"batchlab-" + sweep_name});
+  if (!queue) return std::nullopt;
+  std::set<std::string> active;
+  for (const auto& entry : *queue) {
+    auto it = runs_of.find(entry.job_id);
+    if (it == runs_of.end()) continue;
+    if (!entry.task) {
+      // Not expanded into tasks: count every task of the submission as active.
+      active.insert(it->second.begin(), it->second.end());
+    } else if (*entry.task < it->second.size()) {
+      active.insert(it->second[*entry.task]);
     }
   }
   return active;
@@ -208,8 +231,17 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   // Checkpoints are plain files written by the job alone: they go to the shared run folder, so a
   // preempted or failed task resumes from them wherever Slurm runs it next.
   const std::string checkpoints = (run_dir / "checkpoints" / run_id).string();
-  spawn.argv = {batchlab, "train", layout.config_path(run_id), "--run-id", run_id,
-                "--db",   local,   "--checkpoint-dir",         checkpoints};
+  spawn.argv = {batchlab,
+                "train",
+                layout.config_path(run_id),
+                "--run-id",
+                run_id,
+                "--db",
+                local,
+                "--checkpoint-dir",
+                checkpoints,
+                "--stop-file",
+                layout.stop_path(run_id)};
   spawn.log_path = layout.log_path(run_id);
   spawn.parent_death_signal = SIGTERM;
   ChildProcess child = ChildProcess::spawn(spawn);
@@ -255,15 +287,6 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   fs::remove_all(local_dir, ec);
   if (status->signaled) return 128 + status->code;
   return status->code;
-}
-
-void check_submittable(const SweepSpec& spec) {
-  if (!spec.study) return;
-  throw InputError(fmt::format(
-      "{}: sweep {} is a study ([study]): its trials are decided as their evaluations arrive, and "
-      "`sweep submit --slurm` cannot run that coordinator as a cluster job yet; run it with "
-      "`batchlab sweep run {}` on one machine (docs/sweeps.md, \"Studies\")",
-      spec.source, spec.name, spec.source));
 }
 
 }  // namespace batchlab::sweeps

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,14 +27,35 @@ namespace batchlab::sweeps {
 
 struct SlurmOptions {
   std::string batchlab;  // absolute path of the batchlab executable on the compute nodes
+  std::string job_name;  // --job-name ("" = batchlab-<sweep>)
   std::string partition;
   std::string time;                     // --time, e.g. "02:00:00"
   int gpus_per_job = 0;                 // --gres=gpu:G when > 0
   int max_parallel = 0;                 // the %M of --array (0: no limit)
   int cpus_per_task = 0;                // --cpus-per-task when > 0
   std::vector<std::string> extra_args;  // further #SBATCH lines, e.g. "--account=abc"
-  bool submit = true;                   // false: write the script and task list only (--dry-run)
+  int snapshot_every = 0;  // seconds between a task's record snapshots (0: slurm-task's default)
+  bool submit = true;      // false: write the script and task list only (--dry-run)
 };
+
+// One resource option of a submission: the #SBATCH argument and the batchlab flag it came from
+// (how a refusal is reported: slurm_check.h).
+struct SbatchOption {
+  std::string flag;      // "--partition debug", "--sbatch-arg --account=abc"
+  std::string argument;  // "--partition=debug", "--account=abc"
+};
+// The user's resource options (partition, time, GPUs, CPUs, extra arguments), in script order.
+std::vector<SbatchOption> sbatch_options(const SlurmOptions& options);
+
+// A job of this user's queue (squeue), one line per array task.
+struct SlurmQueueEntry {
+  std::string job_id;          // the job's id; for an array task the array's id (%A)
+  std::optional<size_t> task;  // the array task index, for a task of a job array
+  std::string state;           // PENDING, RUNNING, COMPLETING, ...
+  std::string name;
+};
+// Queued and running jobs named one of `names`; nullopt when squeue cannot be asked.
+std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::string>& names);
 
 struct SlurmSubmission {
   std::string script;  // the sbatch script written
@@ -56,19 +78,17 @@ std::string sbatch_script(const std::string& sweep_name, const std::string& task
 std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
                                                        const std::string& sweep_name);
 
+// Every submission from this runs folder: Slurm job id -> the run ids of its array tasks, in task
+// order (a later submission of the same id replaces an earlier one).
+std::map<std::string, std::vector<std::string>> slurm_submissions(const RunLayout& layout);
+
 // Run ids that were ever submitted to Slurm from this runs folder.
 std::set<std::string> slurm_submitted_runs(const RunLayout& layout);
 
-// A spec `sweep submit --slurm` can submit. A study cannot be (docs/sweeps.md, "Studies"): its
-// trials are decided as evaluations arrive, so its coordinator would have to run for the study's
-// whole length as a job that submits trials and reads their records as they are written, and
-// that is not built; an array of the cells would be a different experiment. Throws InputError
-// saying so for a spec with [study].
-void check_submittable(const SweepSpec& spec);
-
 // One array task: the job in line `index` of `tasks_file`, run by `batchlab train` with its
 // records on `local_dir`, snapshot into its run folder every `snapshot_interval` and at the end,
-// SIGTERM forwarded to the job (preemption). Returns the job's exit code.
+// SIGTERM forwarded to the job (preemption), and `<run folder>/stop` as its stop file (a study's
+// race and pruning; study_slurm_source.h). Returns the job's exit code.
 int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
                    const std::string& local_dir, std::chrono::seconds snapshot_interval,
                    const std::atomic<int>* stop_requests);

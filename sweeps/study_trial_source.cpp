@@ -55,10 +55,6 @@ std::optional<std::vector<results::EvalRow>> read_running_evals(const std::strin
 
 }  // namespace
 
-std::string stop_file_path(const RunLayout& layout, const std::string& run_id) {
-  return (fs::path(layout.dir(run_id)) / "stop").string();
-}
-
 struct ProcessTrialSource::Impl {
   struct Slot {
     Job job;
@@ -119,7 +115,7 @@ struct ProcessTrialSource::Impl {
       return;
     }
     records.register_jobs({job});
-    const std::string stop_path = stop_file_path(layout, job.run_id);
+    const std::string stop_path = layout.stop_path(job.run_id);
     std::error_code ec;
     fs::remove(stop_path, ec);
     if (stop) write_stop_request(stop_path, *stop);
@@ -136,7 +132,7 @@ struct ProcessTrialSource::Impl {
       count->second = run ? run->attempts.value_or(0) : 0;
     }
     const int attempt = static_cast<int>(++count->second);
-    AttemptSpec spec{&job, worker, attempt, {"--stop-file", stop_file_path(layout, job.run_id)}};
+    AttemptSpec spec{&job, worker, attempt, {"--stop-file", layout.stop_path(job.run_id)}};
     ChildProcess process = spawn_attempt(records, layout, options.run, sweep_name, spec, lock);
     slots[worker] = Slot{std::move(job),  attempt,      process,
                          std::move(lock), Clock::now(), Clock::now() + options.curve_interval};
@@ -260,7 +256,7 @@ void ProcessTrialSource::start(const Job& trial, const std::optional<StopRequest
 }
 
 void ProcessTrialSource::request_stop(const std::string& run_id, const StopRequest& stop) {
-  write_stop_request(stop_file_path(impl_->layout, run_id), stop);
+  write_stop_request(impl_->layout.stop_path(run_id), stop);
 }
 
 SourceEvents ProcessTrialSource::poll() {

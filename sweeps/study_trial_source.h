@@ -1,6 +1,7 @@
 // The real TrialSource of `batchlab sweep run` on a study: every trial is a `batchlab train`
 // process with its own run folder and records file, as in run_local (and with the same attempt
-// handling: local_runner.h), started with `--stop-file <run dir>/stop` (contract C2).
+// handling: local_runner.h), started with `--stop-file <run dir>/stop` (RunLayout::stop_path;
+// contract C2).
 //
 // How the coordinator learns of evaluations: while a trial runs, its records file is read
 // read-only (SQLite WAL: the reader neither blocks nor is blocked by the job writing it) every
@@ -28,9 +29,6 @@ struct ProcessSourceOptions {
   LocalRunOptions run;  // executable, workers, devices, retries, stop requests, intervals
   std::chrono::milliseconds curve_interval{250};  // how often running trials' evals are read
 };
-
-// Path of a trial's stop file.
-std::string stop_file_path(const RunLayout& layout, const std::string& run_id);
 
 class ProcessTrialSource : public TrialSource {
  public:

@@ -340,7 +340,8 @@ int64_t Trainer::resume() {
   }
   state_.targets_reached.resize(train_.targets.size(), false);
   if (noise_) noise_->restore({state_.noise_g2, state_.noise_trace, state_.noise_updates});
-  reporter_.note(fmt::format("resumed from step {} ({} of training)", state_.step, state_.train_s));
+  reporter_.note(
+      fmt::format("resumed from step {} ({:.1f} s of training)", state_.step, state_.train_s));
   return state_.step;
 }
 

@@ -1,6 +1,7 @@
 // `batchlab sweep plan|run|submit` on a study spec: spec errors exit 2 with file:line:col before
-// anything runs, the plan lists cells and first trials, and Slurm refuses a study. The real study
-// runs are in study_resume_slow_test.cpp.
+// anything runs, the plan lists cells and first trials, and `submit --slurm --dry-run` writes the
+// coordinator's script. The real study runs are in study_resume_slow_test.cpp, and through Slurm
+// in slurm_study_test.sh.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -41,7 +42,7 @@ TEST(StudyPlan, SpecErrorsExitTwoWithTheirPositionsBeforeAnythingRuns) {
   EXPECT_FALSE(std::filesystem::exists(s.db)) << "an invalid study must not start";
 }
 
-TEST(StudyPlan, ListsTheCellsAndTheFirstTrialOfEachAndSlurmRefusesAStudy) {
+TEST(StudyPlan, ListsTheCellsAndTheFirstTrialOfEachAndWritesTheSlurmCoordinatorScript) {
   SweepDir s("studyplan",
              study_body("target = { metric = \"val_acc\", value = 0.5 }\nmax_steps = 40"));
   auto plan = s.sweep("plan");
@@ -63,11 +64,31 @@ TEST(StudyPlan, ListsTheCellsAndTheFirstTrialOfEachAndSlurmRefusesAStudy) {
   EXPECT_TRUE(parsed["cells"][1]["first_trial"].is_null()) << json.output;
   EXPECT_EQ(parsed["study"]["target_metric"], "val_acc");
 
-  auto submit =
-      testing::run_batchlab("sweep submit " + testing::shell_quote(s.spec) + " --slurm --dry-run");
-  EXPECT_EQ(submit.exit_code, 2) << submit.output;
-  EXPECT_NE(submit.output.find("is a study"), std::string::npos) << submit.output;
-  EXPECT_NE(submit.output.find("batchlab sweep run"), std::string::npos) << submit.output;
+  // Slurm: the coordinator's script, written and not submitted; nothing recorded.
+  auto submit = testing::run_batchlab("sweep submit " + testing::shell_quote(s.spec) +
+                                      " --slurm --dry-run --partition p --time 01:00:00 "
+                                      "--coordinator-time 2-00:00:00 --max-parallel 8");
+  EXPECT_EQ(submit.exit_code, 0) << submit.output;
+  EXPECT_NE(submit.output.find("not submitted (--dry-run)"), std::string::npos) << submit.output;
+  EXPECT_FALSE(std::filesystem::exists(s.db)) << "a dry run records nothing";
+  const auto script = testing::read_file(
+      (s.dir.path / "runs" / "studyplan" / "slurm" / "coordinator.sbatch").string());
+  EXPECT_NE(script.find("#SBATCH --job-name=batchlab-studyplan-coordinator"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("#SBATCH --time=2-00:00:00"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --cpus-per-task=1"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --requeue"), std::string::npos) << script;
+  EXPECT_NE(script.find("sweep slurm-coordinator"), std::string::npos) << script;
+  // The trials' resources travel to the coordinator, which submits the trials with them.
+  EXPECT_NE(script.find("'--time' '01:00:00'"), std::string::npos) << script;
+  EXPECT_NE(script.find("'--max-parallel' '8'"), std::string::npos) << script;
+  EXPECT_EQ(script.find("--coordinator-time"), std::string::npos) << script;
+
+  auto plain_flag = testing::run_batchlab("sweep submit " + testing::shell_quote(s.spec) +
+                                          " --slurm --dry-run --retries -1");
+  EXPECT_EQ(plain_flag.exit_code, 2) << plain_flag.output;
+  EXPECT_NE(plain_flag.output.find("--retries -1: must be between 0 and 100"), std::string::npos)
+      << plain_flag.output;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 TEST(StudyStopFile, HoldsOneLineAndALaterRequestReplacesIt) {
   cli::testing::TempDir dir{"stopfile"};
   const RunLayout layout((dir.path / "runs").string());
-  const std::string path = stop_file_path(layout, "abc");
+  const std::string path = layout.stop_path("abc");
   EXPECT_EQ(path, layout.dir("abc") + "/stop");
   write_stop_request(path, StopRequest{"stopped_by_race", 42});
   EXPECT_EQ(sweeps::testing::read_file(path), "stopped_by_race 42\n");

@@ -1,0 +1,293 @@
+#include "sweeps/study_slurm_source.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "results/errors.h"
+#include "results/query.h"
+#include "sweeps/sweep_records.h"
+
+namespace batchlab::sweeps::study {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::optional<double> slurm_real(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  try {
+    return std::stod(*text);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// A trial's evaluations from its published snapshot (nullopt before the first one).
+std::optional<std::vector<results::EvalRow>> read_published_evals(const std::string& records,
+                                                                  const std::string& run_id) {
+  std::error_code ec;
+  if (!fs::exists(records, ec)) return std::nullopt;
+  try {
+    const auto result = results::query_readonly(
+        records, "SELECT step, val_acc, val_loss FROM evals WHERE run_id = ?1 ORDER BY step",
+        {run_id});
+    std::vector<results::EvalRow> rows;
+    for (const auto& r : result.rows) {
+      results::EvalRow row;
+      row.run_id = run_id;
+      row.step = r[0] ? std::stoll(*r[0]) : 0;
+      row.val_acc = slurm_real(r[1]);
+      row.val_loss = slurm_real(r[2]);
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  } catch (const results::StoreError&) {
+    return std::nullopt;  // a snapshot without tables yet
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text << "\n";
+    if (!out) throw Error(fmt::format("cannot write {}", tmp));
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+std::string trial_slurm_job(const RunLayout& layout, const std::string& run_id) {
+  std::ifstream in(layout.slurm_job_path(run_id));
+  std::string id;
+  in >> id;
+  return id;
+}
+
+struct SlurmTrialSource::Impl {
+  struct Tracked {
+    Job job;
+    std::string slurm_job;
+    int64_t attempt = 0;
+    int requeues = 0;
+    int crashes = 0;
+    Clock::time_point next_read;
+  };
+
+  SweepRecords& records;
+  const RunLayout& layout;
+  std::string sweep_name;
+  SlurmSourceOptions options;
+  RunObserver& observer;
+  std::map<std::string, Tracked> tracked;  // by run id
+  std::vector<TrialEnd> found;             // ended before they started (a resumed study)
+  bool stop = false;
+  Clock::time_point next_queue = Clock::now();
+  Clock::time_point next_publish = Clock::now();
+
+  Impl(SweepRecords& r, const RunLayout& l, std::string name, SlurmSourceOptions o,
+       RunObserver& obs)
+      : records(r), layout(l), sweep_name(std::move(name)), options(std::move(o)), observer(obs) {
+    if (options.slurm.job_name.empty()) options.slurm.job_name = "batchlab-" + sweep_name;
+  }
+
+  TrialEnd end_from_database(const std::string& run_id) {
+    TrialEnd end;
+    end.run_id = run_id;
+    if (auto run = records.store().get_run(run_id)) {
+      end.status = run->status;
+      end.error = run->error.value_or("");
+      end.stop_reason = run->stop_reason;
+      end.last_step = run->last_step;
+    }
+    end.evals = records.store().read_evals(run_id);
+    return end;
+  }
+
+  // The job ids of this study's queue; nullopt when squeue cannot be asked now.
+  std::optional<std::set<std::string>> queued_jobs() {
+    const auto queue = slurm_queue({options.slurm.job_name});
+    if (!queue) return std::nullopt;
+    std::set<std::string> ids;
+    for (const auto& entry : *queue) ids.insert(entry.job_id);
+    return ids;
+  }
+
+  int64_t recorded_attempts(const std::string& run_id) {
+    const auto run = records.store().get_run(run_id);
+    return run ? run->attempts.value_or(0) : 0;
+  }
+
+  void submit(Tracked& t) {
+    ++t.attempt;
+    const auto submission = submit_array(sweep_name, {&t.job}, layout, options.slurm);
+    t.slurm_job = submission.job_id;
+    write_text(layout.slurm_job_path(t.job.run_id), t.slurm_job);
+    JobEvent event;
+    event.job = &t.job;
+    event.attempt = static_cast<int>(t.attempt);
+    event.status = std::string(results::run_status::kRunning);
+    observer.started(event);
+  }
+
+  void start(const Job& trial, const std::optional<StopRequest>& stop_request) {
+    records.register_jobs({trial});
+    layout.write_config(trial.run_id, trial.config_toml);
+    if (auto folded = records.ingest(trial.run_id, std::nullopt);
+        folded && is_settled(folded->status)) {
+      found.push_back(end_from_database(trial.run_id));
+      return;
+    }
+    Tracked t{
+        trial,       trial_slurm_job(layout, trial.run_id), recorded_attempts(trial.run_id), 0, 0,
+        Clock::now()};
+    // When squeue does not answer, a recorded job counts as alive: submitting it again could run
+    // the trial twice, and the next look at the queue settles it either way.
+    const auto queued = queued_jobs();
+    const bool adopt = !t.slurm_job.empty() && (!queued || queued->count(t.slurm_job) > 0);
+    if (!adopt) {
+      std::error_code ec;
+      fs::remove(layout.stop_path(trial.run_id), ec);
+    }
+    if (stop_request) write_stop_request(layout.stop_path(trial.run_id), *stop_request);
+    if (!adopt) submit(t);
+    tracked.emplace(trial.run_id, std::move(t));
+  }
+
+  // A trial whose job left the queue: its result, or a new submission.
+  void ended(Tracked& t, SourceEvents& events, bool& keep) {
+    const auto folded = records.ingest(t.job.run_id, t.attempt);
+    const std::string status = folded ? folded->status : "";
+    keep = false;
+    if (is_settled(status)) {
+      events.ended.push_back(end_from_database(t.job.run_id));
+      return;
+    }
+    // No result: preempted, cancelled (both record `preempted`), killed before its last snapshot
+    // (still `running`, or no records at all), or crashed (`failed`).
+    const bool crashed = status != results::run_status::kPreempted &&
+                         status != results::run_status::kRunning && !status.empty();
+    int& count = crashed ? t.crashes : t.requeues;
+    const int limit = crashed ? options.retries : options.max_requeues;
+    JobEvent event;
+    event.job = &t.job;
+    event.attempt = static_cast<int>(t.attempt);
+    event.status = status.empty() ? std::string(results::run_status::kPreempted) : status;
+    event.error = folded && folded->error ? *folded->error : "its Slurm job ended without records";
+    event.exit = fmt::format("Slurm job {}", t.slurm_job);
+    if (count < limit && !stop) {
+      ++count;
+      event.retry = true;
+      observer.finished(event);
+      submit(t);
+      keep = true;
+      return;
+    }
+    observer.finished(event);
+    TrialEnd end = end_from_database(t.job.run_id);
+    if (end.status.empty() || end.status == results::run_status::kRunning) {
+      end.status = std::string(results::run_status::kPreempted);
+    }
+    events.ended.push_back(std::move(end));
+  }
+
+  // The coordinator stops: every trial goes on in Slurm, reported to the engine as interrupted.
+  void leave_running(SourceEvents& events) {
+    for (auto& [run_id, t] : tracked) {
+      TrialEnd end;
+      end.run_id = run_id;
+      end.status = std::string(results::run_status::kPreempted);
+      end.error =
+          fmt::format("left running as Slurm job {}: the next coordinator adopts it", t.slurm_job);
+      events.ended.push_back(std::move(end));
+    }
+    tracked.clear();
+  }
+
+  void check_queue(SourceEvents& events) {
+    if (Clock::now() < next_queue) return;
+    next_queue = Clock::now() + options.poll_interval;
+    const auto queued = queued_jobs();
+    if (!queued) return;  // squeue did not answer: decide nothing now
+    for (auto it = tracked.begin(); it != tracked.end();) {
+      bool keep = true;
+      if (queued->count(it->second.slurm_job) == 0) ended(it->second, events, keep);
+      it = keep ? std::next(it) : tracked.erase(it);
+    }
+  }
+
+  void read_curves(SourceEvents& events) {
+    const auto now = Clock::now();
+    for (auto& [run_id, t] : tracked) {
+      if (now < t.next_read) continue;
+      t.next_read = now + options.curve_interval;
+      auto evals = read_published_evals(layout.records_path(run_id), run_id);
+      if (!evals) continue;
+      events.updates.push_back({run_id, std::move(*evals)});
+      try {
+        records.ingest(run_id, t.attempt, /*series=*/false);  // progress for `sweep status`
+      } catch (const results::StoreError&) {
+      }
+    }
+  }
+
+  void maybe_publish(bool now) {
+    if (!options.publish || (!now && Clock::now() < next_publish)) return;
+    next_publish = Clock::now() + options.publish_interval;
+    options.publish();
+  }
+};
+
+SlurmTrialSource::SlurmTrialSource(SweepRecords& records, const RunLayout& layout,
+                                   std::string sweep_name, SlurmSourceOptions options,
+                                   RunObserver& observer)
+    : impl_(std::make_unique<Impl>(records, layout, std::move(sweep_name), std::move(options),
+                                   observer)) {}
+
+SlurmTrialSource::~SlurmTrialSource() = default;
+
+size_t SlurmTrialSource::slots() const { return std::max<size_t>(1, impl_->options.max_jobs); }
+
+size_t SlurmTrialSource::running() const { return impl_->tracked.size() + impl_->found.size(); }
+
+bool SlurmTrialSource::stopping() const { return impl_->stop; }
+
+void SlurmTrialSource::start(const Job& trial, const std::optional<StopRequest>& stop) {
+  impl_->start(trial, stop);
+}
+
+void SlurmTrialSource::request_stop(const std::string& run_id, const StopRequest& stop) {
+  write_stop_request(impl_->layout.stop_path(run_id), stop);
+}
+
+SourceEvents SlurmTrialSource::poll() {
+  Impl& s = *impl_;
+  SourceEvents events;
+  for (auto& end : s.found) events.ended.push_back(std::move(end));
+  s.found.clear();
+  const auto* requests = s.options.stop_requests;
+  if (!s.stop && requests != nullptr && requests->load() > 0) {
+    s.stop = true;
+    s.observer.stopping(1);
+  }
+  if (s.stop) {
+    s.leave_running(events);
+  } else {
+    s.check_queue(events);
+    s.read_curves(events);
+  }
+  s.maybe_publish(/*now=*/false);
+  if (events.ended.empty() && events.updates.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return events;
+}
+
+}  // namespace batchlab::sweeps::study

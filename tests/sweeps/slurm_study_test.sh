@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# CTest `sweeps_slurm_study` (label `slurm`): a scaling study through `batchlab sweep submit
+# --slurm` on a real, one-host Slurm cluster (scripts/slurm_local.sh), against the same study run
+# locally with `sweep run --workers 1`:
+#   1. options the cluster refuses (a partition that does not exist, GPUs it does not have): exit 2
+#      naming the option, nothing submitted, no database, no run folders;
+#   2. one trial job cancelled with scancel mid-run: the coordinator submits it again and it resumes
+#      from the checkpoint it wrote (its log says from which step; attempts = 2);
+#   3. the coordinator job cancelled mid-study, then submitted again: it adopts or folds the
+#      trials of the first one and finishes;
+#   4. the same cells, trials and answers as the local run (run ids, outcomes, rate indices, steps
+#      to target), every trial run once (attempts 1, the cancelled one 2) with each of its steps
+#      recorded once, and a second submission has nothing to submit.
+# The trials run one at a time (--max-parallel 1), so the race's requests are in place before a
+# trial starts and the decisions do not depend on timing (as in study_resume_slow_test.cpp).
+# Exit 77 (CTest: skipped) when Slurm cannot be installed or started here.
+# Usage: slurm_study_test.sh BATCHLAB_BINARY
+set -euo pipefail
+
+batchlab=$(realpath "$1")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+
+set +e
+bash "$root/scripts/slurm_setup.sh"
+rc=$?
+set -e
+if [[ $rc -eq 77 ]]; then echo "SKIP: Slurm cannot be installed here"; exit 77; fi
+[[ $rc -eq 0 ]] || exit "$rc"
+if [[ $(id -u) -ne 0 ]]; then echo "SKIP: the one-host Slurm daemons need root"; exit 77; fi
+
+work=$(mktemp -d /tmp/batchlab-slurmstudy-XXXXXX)
+cluster="$work/cluster"
+name=slurmstudy
+cleanup() {
+  if [[ -n "${SLURM_CONF:-}" ]]; then
+    scancel --name="batchlab-$name,batchlab-$name-coordinator" >/dev/null 2>&1 || true
+  fi
+  bash "$root/scripts/slurm_local.sh" stop "$cluster" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*"
+  squeue || true
+  for f in "$work"/slurm/runs/$name/slurm/coordinator-*.out; do
+    [[ -f "$f" ]] && { echo "== $f"; tail -n 30 "$f"; }
+  done
+  exit 1
+}
+
+# A copy of the binary: the coordinator and its trials run it for minutes, and a rebuild must not
+# replace it under them.
+mkdir -p "$work/bin"
+cp "$batchlab" "$work/bin/batchlab"
+bl="$work/bin/batchlab"
+q() { "$bl" query --db "$1" --format csv "$2" | tail -n +2; }
+
+# The study: Adam on 512 synthetic images, batch 32 and 64, caps of 256 steps (each cell's first
+# trial runs long enough, ~2 s, to be cancelled mid-run), 12 trials in all.
+for d in local slurm; do
+  mkdir -p "$work/$d"
+  cat > "$work/$d/base.toml" <<'TOML'
+schema_version = 1
+[model]
+arch = "small_resnet"
+width = 8
+[data]
+dataset = "synthetic"
+train_size = 512
+test_size = 256
+eval_train_samples = 256
+[batch]
+global = 64
+micro = 32
+[optim]
+name = "sgd"
+base_lr = 0.05
+[schedule]
+epochs = 1
+[train]
+threads = 1
+TOML
+  cat > "$work/$d/spec.toml" <<TOML
+schema_version = 1
+[sweep]
+name = "$name"
+experiment = "base.toml"
+results = "results/$name.db"
+[set]
+"data.val_size" = 128
+"data.test_size" = 128
+"optim.name" = "adam"
+"optim.base_lr" = 0.001
+[grid]
+"batch.global" = [32, 64]
+[study]
+target = { metric = "val_acc", value = 0.25 }
+max_steps = 256
+evals_per_octave = 2
+warmup = 0.99
+TOML
+done
+
+# The reference, locally.
+(cd "$work/local" && "$bl" sweep run spec.toml --workers 1 > run.log 2>&1) ||
+  { tail -n 20 "$work/local/run.log"; fail "the local study failed"; }
+
+export SLURM_LOCAL_PORT=$((20000 + RANDOM % 20000))
+bash "$root/scripts/slurm_local.sh" start "$cluster" || fail "the one-host Slurm cluster did not start"
+export SLURM_CONF="$cluster/slurm.conf"
+cd "$work/slurm"
+submit=("$bl" sweep submit spec.toml --slurm --partition debug --max-parallel 1 --snapshot-every 1
+        --publish-every 2)
+
+# 1. Refused options: exit 2 naming them, nothing submitted or recorded.
+for bad in "--partition nope" "--gpus-per-job 1"; do
+  set +e
+  out=$("$bl" sweep submit spec.toml --slurm --max-parallel 1 $bad 2>&1)
+  rc=$?
+  set -e
+  [[ $rc -eq 2 ]] || fail "$bad: exit $rc, expected 2: $out"
+  [[ "$out" == *"refuses the study's trial jobs with $bad"* ]] || fail "$bad not named: $out"
+done
+[[ ! -e results && ! -e runs && -z "$(squeue -h)" ]] || fail "a refused submission left traces"
+
+db="$work/slurm/results/$name.db"
+"${submit[@]}"
+
+# 2. Cancel a running trial once its published records show progress short of its cap.
+cancelled=""
+deadline=$((SECONDS + 180))
+while [[ -z "$cancelled" ]]; do
+  (( SECONDS < deadline )) || fail "no trial was caught running within 3 minutes"
+  for job in $(squeue -h -t RUNNING --name="batchlab-$name" -o '%A'); do
+    for f in runs/$name/*/slurm_job; do
+      [[ -f "$f" && "$(cat "$f")" == "$job" ]] || continue
+      run=$(basename "$(dirname "$f")")
+      records="runs/$name/$run/records.db"
+      [[ -f "$records" ]] || continue
+      step=$(q "$records" "SELECT coalesce(max(step), 0) FROM steps" 2>/dev/null || echo 0)
+      if [[ "$step" -gt 0 && "$step" -lt 200 ]]; then
+        scancel "$job"
+        cancelled=$run
+        echo "cancelled trial $run (Slurm job $job) at step $step or later"
+      fi
+    done
+  done
+  sleep 0.1
+done
+
+# 3. Once 6 trials have their outcome, cancel the coordinator; then submit the study again.
+deadline=$((SECONDS + 240))
+until [[ -f "$db" && "$(q "$db" "SELECT count(*) FROM study_trials WHERE outcome != 'running'")" -ge 6 ]]; do
+  (( SECONDS < deadline )) || fail "6 trials did not end within 4 minutes"
+  sleep 1
+done
+first=$(tail -n 1 "runs/$name/slurm/coordinator.txt")
+scancel "$first"
+deadline=$((SECONDS + 60))
+while squeue -h -j "$first" 2>/dev/null | grep -q .; do
+  (( SECONDS < deadline )) || fail "the coordinator job $first did not end after scancel"
+  sleep 1
+done
+grep -q "leaves its trials running" "runs/$name/slurm/coordinator-$first.out" ||
+  fail "the cancelled coordinator did not stop as it should"
+"$bl" sweep status spec.toml | grep -q "coordinator none queued or running" ||
+  fail "sweep status does not show the coordinator gone"
+"${submit[@]}" | grep -q "submitted its coordinator" || fail "the second submission did not submit"
+second=$(tail -n 1 "runs/$name/slurm/coordinator.txt")
+[[ "$second" != "$first" ]] || fail "no new coordinator job"
+deadline=$((SECONDS + 300))
+while [[ -n "$(squeue -h)" ]]; do
+  (( SECONDS < deadline )) || fail "the study did not finish within 5 minutes"
+  sleep 2
+done
+
+# 4. The same study as the local one, every trial run once, every step recorded once.
+trials="SELECT run_id, outcome, lr_index, round(steps_to_target, 3) FROM study_trials ORDER BY run_id"
+cells="SELECT cell_id, status, best_lr, round(steps_to_target, 3), cap_steps FROM study_cells
+       ORDER BY cell_id"
+[[ "$(q "$db" "$trials")" == "$(q "$work/local/results/$name.db" "$trials")" ]] ||
+  fail "trials differ from the local run: $(q "$db" "$trials") vs $(q "$work/local/results/$name.db" "$trials")"
+[[ "$(q "$db" "$cells")" == "$(q "$work/local/results/$name.db" "$cells")" ]] ||
+  fail "cells differ from the local run"
+[[ "$(q "$db" "SELECT count(*) FROM study_cells WHERE status = 'reached'")" == 2 ]] ||
+  fail "the cells did not reach"
+again=$(q "$db" "SELECT run_id FROM runs WHERE attempts != 1 ORDER BY run_id")
+[[ "$again" == "$cancelled" ]] || fail "runs with attempts != 1: '$again', expected only $cancelled"
+[[ "$(q "$db" "SELECT attempts FROM runs WHERE run_id = '$cancelled'")" == 2 ]] ||
+  fail "the cancelled trial should have run twice"
+gaps=$(q "$db" "SELECT count(*) FROM runs r WHERE r.run_id IN (SELECT run_id FROM study_trials)
+                AND r.last_step != (SELECT count(DISTINCT step) FROM steps s WHERE s.run_id = r.run_id)")
+[[ "$gaps" == 0 ]] || fail "$gaps trials whose steps are not each recorded once"
+resumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$cancelled/log.txt" | head -n 1)
+[[ -n "$resumed" && "$resumed" != "resumed from step 0" ]] ||
+  fail "the cancelled trial did not resume from a checkpoint: $(tail -n 20 "runs/$name/$cancelled/log.txt")"
+echo "the cancelled trial $cancelled: $resumed"
+"${submit[@]}" | grep -q "nothing to submit" || fail "a finished study should have nothing to submit"
+"$bl" report --db "$db" > report.txt || fail "batchlab report failed on the published database"
+echo "PASS: the Slurm-run study matches the local one; a cancelled trial resumed, a cancelled coordinator was replaced, no trial ran twice"
