@@ -121,6 +121,10 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   const auto submission = sweeps::submit_array(ctx.spec.name, pending, ctx.layout, options);
+  for (size_t i = 0; i < pending.size() && !submission.job_id.empty(); ++i) {
+    records.store().set_scheduler_job(pending[i]->run_id,
+                                      fmt::format("{}_{}", submission.job_id, i));
+  }
   if (submission.job_id.empty()) {
     fmt::print("sweep {}: wrote {} ({} tasks, task list {}); not submitted (--dry-run)\n",
                ctx.spec.name, submission.script, submission.task_count, submission.tasks);

@@ -69,6 +69,9 @@ struct RunRow {
   std::optional<std::string> finished_at;
   // Schema version 4: a stopped run's stop request reason (core/stop_request.h); nullopt otherwise.
   std::optional<std::string> stop_reason;
+  // Schema version 5: the cluster job of its latest submission (Slurm "123" or "123_4"); nullopt
+  // for a run started by `sweep run` or by hand. A write without it keeps the stored one.
+  std::optional<std::string> scheduler_job;
   // Schema version 2: the physical batch, data accounting and the training clock.
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> bn_group;

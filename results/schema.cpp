@@ -187,8 +187,15 @@ const char* const kVersion4 = R"sql(
 ALTER TABLE runs ADD COLUMN stop_reason TEXT;
 )sql";
 
+// A run's job in the cluster scheduler (issue 24): the Slurm job of its latest submission ("123",
+// or "123_4" for a task of an array), so the dashboard and reports can name the job that ran it.
+const char* const kVersion5 = R"sql(
+ALTER TABLE runs ADD COLUMN scheduler_job TEXT;
+)sql";
+
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3, kVersion4};
+  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3, kVersion4,
+                                                   kVersion5};
   return scripts;
 }
 

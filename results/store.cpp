@@ -322,6 +322,16 @@ void Store::upsert_run(const RunRow& run) {
   }
 }
 
+void Store::set_scheduler_job(const std::string& run_id, const std::string& job) {
+  Statement& stmt = impl_->prepared("UPDATE runs SET scheduler_job = ?2 WHERE run_id = ?1");
+  stmt.bind_text(1, run_id);
+  stmt.bind_text(2, job);
+  stmt.run();
+  if (impl_->db.changes() == 0) {
+    throw StoreError(path(), fmt::format("cannot record the job of run {}: no such run", run_id));
+  }
+}
+
 void Store::set_run_status(const std::string& run_id, std::string_view status,
                            const std::optional<std::string>& error,
                            const std::optional<std::string>& finished_at,

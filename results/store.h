@@ -78,6 +78,10 @@ class Store {
   // Throws StoreError for an unknown status, or for a sweep_id without a sweeps row (foreign key).
   void upsert_run(const RunRow& run);
 
+  // Records the cluster job of the run's latest submission (runs.scheduler_job). Throws if the run
+  // is missing.
+  void set_scheduler_job(const std::string& run_id, const std::string& job);
+
   // Sets status, error (nullopt clears it), finished_at (now when nullopt and the status is
   // final; cleared for planned/running) and stop_reason (a stopped run's request reason; nullopt
   // clears it). Does not count an attempt. Throws if the run is missing.

@@ -23,16 +23,16 @@ using nlohmann::json;
 
 // Read by kRunsSql in this order; config_toml follows them.
 const std::vector<std::string> kRunColumns = {
-    "run_id",     "sweep_id",     "status",          "model",          "dataset",
-    "optimizer",  "global_batch", "micro_batch",     "accum_steps",    "world_size",
-    "base_lr",    "peak_lr",      "scaling",         "warmup_steps",   "seed",
-    "attempts",   "error",        "total_steps",     "last_step",      "train_s",
-    "started_at", "finished_at",  "has_layer_stats", "has_noise_scale"};
+    "run_id",     "sweep_id",     "status",        "model",           "dataset",
+    "optimizer",  "global_batch", "micro_batch",   "accum_steps",     "world_size",
+    "base_lr",    "peak_lr",      "scaling",       "warmup_steps",    "seed",
+    "attempts",   "error",        "total_steps",   "last_step",       "train_s",
+    "started_at", "finished_at",  "scheduler_job", "has_layer_stats", "has_noise_scale"};
 
 const char* const kRunsSql =
     "SELECT run_id, sweep_id, status, model, dataset, optimizer, global_batch, micro_batch, "
     "accum_steps, world_size, base_lr, peak_lr, scaling, warmup_steps, seed, attempts, error, "
-    "total_steps, last_step, train_s, started_at, finished_at, "
+    "total_steps, last_step, train_s, started_at, finished_at, scheduler_job, "
     // One primary-key seek each: which views have data for the run.
     "EXISTS(SELECT 1 FROM layer_stats l WHERE l.run_id = runs.run_id), "
     "EXISTS(SELECT 1 FROM noise_scale n WHERE n.run_id = runs.run_id), config_toml "

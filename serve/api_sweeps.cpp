@@ -69,6 +69,14 @@ void add_run(SweepTally& t, results::Statement& s) {
       t.first_start = t.first_start ? std::min(*t.first_start, *when) : *when;
     }
   }
+  // A run with a cluster job that may still take steps: its job is queued (planned), running, or
+  // to be submitted again (preempted). Ended runs' jobs are history.
+  if (const auto job = s.column_opt_text(9); job && !is_final(status)) {
+    t.entry["scheduler_jobs"].push_back(
+        {{"job", *job},
+         {"run_id", s.column_text(0)},
+         {"state", status == rs::kPlanned ? std::string("queued") : status}});
+  }
   if (is_problem(status)) {
     t.entry["problems"].push_back(
         {{"run_id", s.column_text(0)},
@@ -113,12 +121,14 @@ nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, doub
                {"name", sweeps.column_text(1)},
                {"created_at", sweeps.column_opt_text(2) ? json(sweeps.column_text(2)) : json()},
                {"statuses", json::object()},
-               {"problems", json::array()}};
+               {"problems", json::array()},
+               {"scheduler_jobs", json::array()}};
     order.push_back(id);
   }
-  results::Statement runs(db,
-                          "SELECT run_id, status, last_step, total_steps, started_at, error, "
-                          "optimizer, global_batch, sweep_id FROM runs ORDER BY run_id");
+  results::Statement runs(
+      db,
+      "SELECT run_id, status, last_step, total_steps, started_at, error, "
+      "optimizer, global_batch, sweep_id, scheduler_job FROM runs ORDER BY run_id");
   while (runs.step()) {
     const std::string id = runs.column_opt_text(8).value_or("");
     auto [it, added] = tallies.try_emplace(id);
@@ -127,7 +137,8 @@ nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, doub
                           {"name", id.empty() ? "(runs outside a sweep)" : id},
                           {"created_at", json()},
                           {"statuses", json::object()},
-                          {"problems", json::array()}};
+                          {"problems", json::array()},
+                          {"scheduler_jobs", json::array()}};
       order.push_back(id);
     }
     add_run(it->second, runs);

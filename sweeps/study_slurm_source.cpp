@@ -130,6 +130,7 @@ struct SlurmTrialSource::Impl {
     const auto submission = submit_array(sweep_name, {&t.job}, layout, options.slurm);
     t.slurm_job = submission.job_id;
     write_text(layout.slurm_job_path(t.job.run_id), t.slurm_job);
+    records.store().set_scheduler_job(t.job.run_id, t.slurm_job + "_0");  // its array's one task
     JobEvent event;
     event.job = &t.job;
     event.attempt = static_cast<int>(t.attempt);

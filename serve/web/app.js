@@ -374,6 +374,15 @@ function sweepCard(s, current) {
       h('div', null, h('span', { text: 'started' }), h('b', { text: s.started_at ? fmtTime(s.started_at) :
         isNum(s.started_at_unix) ? fmtTime(new Date(s.started_at_unix * 1000).toISOString()) : '–' }))),
   ];
+  // A Slurm-run sweep or study: the jobs of its runs that may still take steps.
+  const jobs = s.scheduler_jobs || [];
+  if (jobs.length) {
+    kids.push(h('h3', null, 'Slurm jobs (' + jobs.length + ')'));
+    kids.push(h('div', { class: 'slurm-jobs' }, jobs.map((j) =>
+      h('span', { class: 'badge bg-' + (j.state === 'running' ? 'running' : 'planned'), title: 'run ' + j.run_id + ': ' + j.state },
+        h('span', { class: 'mono', text: j.job }), ' ' + j.state + ' ',
+        h('a', { href: writeHash(Object.assign({}, S, { view: 'curves', sweep: sweepKey(s), runs: [j.run_id] })), class: 'mono', text: shortId(j.run_id) })))));
+  }
   const probs = s.problems || [];
   kids.push(h('h3', null, probs.length ? 'Problems (' + probs.length + ')' : 'Problems: none'));
   if (probs.length) {

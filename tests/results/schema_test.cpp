@@ -91,6 +91,14 @@ const std::map<std::string, std::vector<std::string>>& version4_additions() {
   return added;
 }
 
+// Version 5 (issue 24): the cluster job of a run's latest submission.
+const std::map<std::string, std::vector<std::string>>& version5_additions() {
+  static const std::map<std::string, std::vector<std::string>> added = {
+      {"runs", {"scheduler_job"}},
+  };
+  return added;
+}
+
 const std::map<std::string, std::vector<std::string>>& study_tables() {
   static const std::map<std::string, std::vector<std::string>> tables = {
       {"study_cells",
@@ -111,8 +119,8 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
   RawDb db(path);
   for (const auto& [table, contract] : contract_tables()) {
     std::vector<std::string> expected = contract;
-    for (const auto* additions :
-         {&version2_additions(), &version3_additions(), &version4_additions()}) {
+    for (const auto* additions : {&version2_additions(), &version3_additions(),
+                                  &version4_additions(), &version5_additions()}) {
       auto added = additions->find(table);
       if (added != additions->end()) {
         expected.insert(expected.end(), added->second.begin(), added->second.end());
@@ -124,7 +132,7 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
     EXPECT_EQ(columns_of(db, table), columns) << table;
   }
   EXPECT_EQ(db.integer("PRAGMA user_version"), latest_schema_version());
-  EXPECT_EQ(latest_schema_version(), 4);
+  EXPECT_EQ(latest_schema_version(), 5);
   EXPECT_EQ(db.value("PRAGMA journal_mode"), "wal");
 }
 
@@ -235,7 +243,7 @@ TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
   }
 
   Store store(path);
-  EXPECT_EQ(store.schema_version(), 4);
+  EXPECT_EQ(store.schema_version(), 5);
   auto evals = store.read_evals("r1");
   ASSERT_EQ(evals.size(), 1u);
   EXPECT_DOUBLE_EQ(evals[0].test_acc.value(), 0.81);
@@ -256,7 +264,7 @@ TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
   EXPECT_EQ(evals[1].val_acc, 0.87);
 
   RawDb db(path);
-  EXPECT_EQ(db.integer("PRAGMA user_version"), 4);
+  EXPECT_EQ(db.integer("PRAGMA user_version"), 5);
   EXPECT_EQ(db.value("SELECT val_acc FROM evals WHERE step = 9"), "0.87");
   EXPECT_FALSE(db.value("SELECT val_acc FROM evals WHERE step = 8").has_value());
   EXPECT_EQ(db.integer("SELECT count(*) FROM study_trials"), 0);

@@ -190,6 +190,22 @@ TEST(Store, UnknownStatusAndMissingRunAreErrors) {
   EXPECT_THROW(store.set_run_status("r1", "finished"), StoreError);
 }
 
+TEST(Store, TheSchedulerJobIsKeptByWritesThatDoNotKnowIt) {
+  TempDir dir;
+  Store store(dir.file("jobs.db"));
+  store.upsert_run(planned_run("r1"));
+  EXPECT_FALSE(store.get_run("r1")->scheduler_job.has_value());
+  store.set_scheduler_job("r1", "41_0");
+  // The run's own records (an ingest) know nothing of Slurm: the job stays.
+  RunRow running = planned_run("r1");
+  running.status = "running";
+  store.upsert_run(running);
+  EXPECT_EQ(store.get_run("r1")->scheduler_job, "41_0");
+  store.set_scheduler_job("r1", "57");  // submitted again
+  EXPECT_EQ(store.get_run("r1")->scheduler_job, "57");
+  EXPECT_THROW(store.set_scheduler_job("nope", "1"), StoreError);
+}
+
 TEST(Store, RunOfUnknownSweepViolatesForeignKey) {
   TempDir dir;
   Store store(dir.file("fk.db"));

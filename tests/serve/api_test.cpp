@@ -4,11 +4,13 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "results/rows.h"
 #include "results/schema.h"
 #include "results/sqlite_util.h"
+#include "results/store.h"
 #include "serve/api_curves.h"
 #include "serve/api_layers.h"
 #include "serve/api_runs.h"
@@ -240,6 +242,35 @@ TEST(ServeApi, SweepsCountRunsByStatusAndListTheDivergences) {
     EXPECT_GT(p["step"].get<int>(), 0);
     EXPECT_NE(p["error"].get<std::string>().find("divergence"), std::string::npos) << p["error"];
   }
+}
+
+TEST(ServeApi, SweepsListTheSlurmJobsOfRunsThatMayStillTakeSteps) {
+  cli::testing::TempDir dir{"servejobs"};
+  const std::string path = (dir.path / "jobs.db").string();
+  {
+    results::Store store(path);
+    store.upsert_sweep({"s", "s", "[sweep]", std::nullopt});
+    const std::vector<std::array<const char*, 3>> runs = {{"a", "planned", "41_0"},
+                                                          {"b", "running", "42_0"},
+                                                          {"c", "done", "40_0"},
+                                                          {"d", "running", nullptr}};
+    for (const auto& [id, status, job] : runs) {
+      results::RunRow row;
+      row.run_id = id;
+      row.sweep_id = "s";
+      row.status = status;
+      store.upsert_run(row);
+      if (job != nullptr) store.set_scheduler_job(id, job);
+    }
+  }
+  DashboardDb db(path);
+  const json out =
+      db.with_connection([](results::Connection& c) { return sweeps_endpoint(c, Query{}, 0.0); });
+  ASSERT_EQ(out["sweeps"].size(), 1u);
+  const json& jobs = out["sweeps"][0]["scheduler_jobs"];
+  ASSERT_EQ(jobs.size(), 2u) << jobs.dump();  // c has ended, d is not a Slurm run
+  EXPECT_EQ(jobs[0], json({{"job", "41_0"}, {"run_id", "a"}, {"state", "queued"}}));
+  EXPECT_EQ(jobs[1], json({{"job", "42_0"}, {"run_id", "b"}, {"state", "running"}}));
 }
 
 TEST(ServeApi, MilestonesReportAndStudy) {

@@ -2,6 +2,7 @@
 // for a missing, foreign, older, newer or locked database and a taken port; a warning for a
 // non-loopback --host; SIGTERM stops it cleanly.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sqlite3.h>
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 
+#include "results/schema.h"
 #include "results/sqlite_util.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/serve/serve_test_support.h"
@@ -87,21 +89,23 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
   TempDir dir("serve-cli");
   const auto older = copy_fixture(dir, "v2.db");
   {
-    // A genuine version-2 file: without what migrations 3 and 4 add.
+    // A genuine version-2 file: without what migrations 3, 4 and 5 add.
     results::Connection db(older, SQLITE_OPEN_READWRITE);
     db.exec(
         "ALTER TABLE evals DROP COLUMN val_loss; ALTER TABLE evals DROP COLUMN val_acc; "
         "DROP TABLE study_trials; DROP TABLE study_cells; ALTER TABLE runs DROP COLUMN "
-        "stop_reason; PRAGMA user_version = 2",
+        "stop_reason; ALTER TABLE runs DROP COLUMN scheduler_job; PRAGMA user_version = 2",
         "test");
   }
   EXPECT_EQ(testing::run_serve(older).exit_code, 2);
   const auto migrated = run_batchlab("results migrate --db " + shell_quote(older));
   EXPECT_EQ(migrated.exit_code, 0) << migrated.output;
-  EXPECT_NE(migrated.output.find("schema version 2 -> 4"), std::string::npos) << migrated.output;
+  const int latest = results::latest_schema_version();
+  EXPECT_NE(migrated.output.find(fmt::format("schema version 2 -> {}", latest)), std::string::npos)
+      << migrated.output;
   const auto r = testing::run_serve(older, "--port 0", 2);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("schema v4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("schema v{}", latest)), std::string::npos) << r.output;
 
   // A file batchlab did not write is not "migrated" into one.
   const auto refused = run_batchlab("results migrate --db " + shell_quote(foreign_db(dir)));
