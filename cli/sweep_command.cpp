@@ -41,7 +41,10 @@ constexpr const char* kSweepUsage =
 
 constexpr const char* kSubmitUsage =
     "batchlab sweep submit SWEEP.toml --slurm [--partition P] [--time T] [--gpus-per-job G]\n"
-    "       [--max-parallel M] [--cpus-per-task C] [--sbatch-arg ARG]... [--dry-run]\n"
+    "       [--max-parallel M] [--cpus-per-task C] [--ranks-per-job R] [--nodes-per-job N]\n"
+    "       [--sbatch-arg ARG]... [--dry-run]\n"
+    "  --gpus-per-job G: GPUs per node; --ranks-per-job R: R data-parallel ranks per job, started\n"
+    "  by srun (on N nodes with --nodes-per-job); --cpus-per-task C: per rank\n"
     "  a sweep: one job array of the jobs still to run (M at once)\n"
     "  a study ([study]): its coordinator as one Slurm job, every trial a job of its own with\n"
     "  these resources (M trials queued at once, default 16), and for a study only:\n"
@@ -88,6 +91,7 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
     throw UsageError(fmt::format("{}: only for a study ([study]); {} is a plain sweep\nusage: {}",
                                  study_flags.front(), spec_path, args.usage()));
   }
+  check_jobs_for_ranks(ctx, settings.jobs.ranks_per_job);
   sweeps::SlurmOptions options = settings.jobs;
   options.batchlab = self_executable();
   options.submit = !dry_run;
@@ -139,8 +143,8 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
 }
 
 int cmd_sweep_slurm_task(const std::vector<std::string>& argv) {
-  Args args(argv, {{"snapshot-every", true, false}},
-            "batchlab sweep slurm-task TASKS_FILE INDEX [--snapshot-every SECONDS]");
+  Args args(argv, {{"snapshot-every", true, false}, {"ranks", true, false}},
+            "batchlab sweep slurm-task TASKS_FILE INDEX [--snapshot-every SECONDS] [--ranks R]");
   if (args.positionals().size() != 2) throw UsageError("usage: " + args.usage());
   size_t index = 0;
   try {
@@ -160,9 +164,10 @@ int cmd_sweep_slurm_task(const std::vector<std::string>& argv) {
       fmt::format("{}/batchlab-{}-{}-{}", tmp, env("SLURM_JOB_ID"), index, ::getpid());
   std::signal(SIGTERM, on_task_signal);
   std::signal(SIGINT, on_task_signal);
-  const int code = sweeps::run_slurm_task(
-      self_executable(), args.positionals()[0], index, local,
-      std::chrono::seconds(args.integer("snapshot-every").value_or(30)), &g_task_stop);
+  const int code =
+      sweeps::run_slurm_task(self_executable(), args.positionals()[0], index, local,
+                             std::chrono::seconds(args.integer("snapshot-every").value_or(30)),
+                             &g_task_stop, static_cast<int>(args.integer("ranks").value_or(1)));
   return code == 0 ? kExitOk : kExitFailed;
 }
 

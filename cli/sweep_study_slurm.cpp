@@ -13,6 +13,7 @@
 #include "cli/app.h"
 #include "cli/study_printer.h"
 #include "cli/sweep_study.h"
+#include "core/config/loader.h"
 #include "core/errors.h"
 #include "results/ingest.h"
 #include "sweeps/process.h"
@@ -73,6 +74,8 @@ std::vector<std::string> coordinator_words(const SlurmSubmitSettings& s) {
   if (s.jobs.gpus_per_job > 0) add("--gpus-per-job", std::to_string(s.jobs.gpus_per_job));
   if (s.jobs.max_parallel > 0) add("--max-parallel", std::to_string(s.jobs.max_parallel));
   if (s.jobs.cpus_per_task > 0) add("--cpus-per-task", std::to_string(s.jobs.cpus_per_task));
+  if (s.jobs.ranks_per_job > 1) add("--ranks-per-job", std::to_string(s.jobs.ranks_per_job));
+  if (s.jobs.nodes_per_job > 0) add("--nodes-per-job", std::to_string(s.jobs.nodes_per_job));
   for (const auto& extra : s.jobs.extra_args) add("--sbatch-arg", extra);
   add("--retries", std::to_string(s.retries));
   add("--snapshot-every", std::to_string(s.snapshot_every));
@@ -96,7 +99,6 @@ std::string coordinator_script(const SweepContext& ctx, const std::string& spec_
   s += fmt::format("#SBATCH --job-name={}\n", coordinator_job_name(ctx.spec.name));
   s += fmt::format("#SBATCH --output={}\n",
                    (fs::absolute(ctx.layout.slurm_dir()) / "coordinator-%j.out").string());
-  s += "#SBATCH --ntasks=1\n";
   for (const auto& option : sweeps::sbatch_options(coordinator_options(settings))) {
     s += fmt::format("#SBATCH {}\n", option.argument);
   }
@@ -147,7 +149,9 @@ const std::vector<OptionSpec>& slurm_submit_options() {
                                                   {"coordinator-time", true, false},
                                                   {"retries", true, false},
                                                   {"snapshot-every", true, false},
-                                                  {"publish-every", true, false}};
+                                                  {"publish-every", true, false},
+                                                  {"ranks-per-job", true, false},
+                                                  {"nodes-per-job", true, false}};
   return options;
 }
 
@@ -168,6 +172,14 @@ SlurmSubmitSettings slurm_submit_settings(const Args& args, std::vector<std::str
   s.jobs.gpus_per_job = bounded("gpus-per-job", 0, 1024, 0);
   s.jobs.max_parallel = bounded("max-parallel", 0, 100000, 0);
   s.jobs.cpus_per_task = bounded("cpus-per-task", 0, 1024, 0);
+  s.jobs.ranks_per_job = bounded("ranks-per-job", 1, 4096, 1);
+  s.jobs.nodes_per_job = bounded("nodes-per-job", 0, 1024, 0);
+  if (s.jobs.nodes_per_job > s.jobs.ranks_per_job) {
+    throw UsageError(
+        fmt::format("--nodes-per-job {} is more than --ranks-per-job {}: every node "
+                    "runs at least one rank\nusage: {}",
+                    s.jobs.nodes_per_job, s.jobs.ranks_per_job, args.usage()));
+  }
   s.retries = bounded("retries", 0, 100, 0);
   s.snapshot_every = bounded("snapshot-every", 1, kMaxSeconds, 10);
   s.publish_every = bounded("publish-every", 1, kMaxSeconds, 30);
@@ -179,9 +191,28 @@ SlurmSubmitSettings slurm_submit_settings(const Args& args, std::vector<std::str
   return s;
 }
 
+void check_jobs_for_ranks(const SweepContext& ctx, int ranks) {
+  if (ranks <= 1) return;
+  config::LoadOptions options = cli_plan_options().load;
+  options.world_size = ranks;
+  options.read_init_file = false;
+  std::string problems;
+  for (const auto& job : ctx.plan.jobs) {
+    try {
+      config::parse_experiment(job.config_toml, ctx.layout.config_path(job.run_id), options);
+    } catch (const ConfigError& e) {
+      problems += fmt::format("\n  {} ({}): {}", job.run_id, ctx.plan.describe(job), e.what());
+    }
+  }
+  if (problems.empty()) return;
+  throw InputError(fmt::format("--ranks-per-job {}: jobs of {} cannot be split over {} ranks:{}",
+                               ranks, ctx.spec.source, ranks, problems));
+}
+
 int submit_study_slurm(const SweepContext& ctx, const std::string& spec_path,
                        const SlurmSubmitSettings& settings, bool dry_run) {
   const auto plan = checked_study_plan(ctx);
+  check_jobs_for_ranks(ctx, settings.jobs.ranks_per_job);
   if (const size_t open = cells_to_finish(ctx, plan); open == 0) {
     fmt::print("study {}: nothing to submit: all {} cells are complete in {}\n", ctx.spec.name,
                plan.cells.size(), ctx.spec.results);

@@ -37,6 +37,10 @@ struct SlurmSubmitSettings {
 // Reads them; UsageError for a bad value. `study_flags` names the study-only flags given.
 SlurmSubmitSettings slurm_submit_settings(const Args& args, std::vector<std::string>* study_flags);
 
+// Every job's config valid for `ranks` data-parallel ranks (the batch split); InputError (exit 2)
+// listing the ones that are not. Nothing to check for one rank.
+void check_jobs_for_ranks(const SweepContext& ctx, int ranks);
+
 // `sweep submit STUDY.toml --slurm ...`: checks the study and the options with the cluster, then
 // submits the coordinator job (nothing when one is queued or running already). Nothing is written
 // to the sweep database here.

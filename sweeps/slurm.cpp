@@ -47,6 +47,19 @@ std::vector<std::pair<std::string, std::string>> submissions(const RunLayout& la
   return out;
 }
 
+// The full path of a program found on PATH (execve does not search), or `name` itself when it is
+// not found (the spawn then fails with a message naming it).
+std::string program_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return name;
+}
+
 std::string stamp() {
   std::string now = results::utc_now();  // 2024-05-01T12:34:56.789Z
   std::string out;
@@ -60,6 +73,12 @@ std::string stamp() {
 
 std::vector<SbatchOption> sbatch_options(const SlurmOptions& options) {
   std::vector<SbatchOption> out;
+  const int ranks = std::max(1, options.ranks_per_job);
+  out.push_back({fmt::format("--ranks-per-job {}", ranks), fmt::format("--ntasks={}", ranks)});
+  if (options.nodes_per_job > 0) {
+    out.push_back({fmt::format("--nodes-per-job {}", options.nodes_per_job),
+                   fmt::format("--nodes={}", options.nodes_per_job)});
+  }
   if (!options.partition.empty()) {
     out.push_back({"--partition " + options.partition, "--partition=" + options.partition});
   }
@@ -87,7 +106,6 @@ std::string sbatch_script(const std::string& sweep_name, const std::string& task
   s += fmt::format("#SBATCH --array=0-{}{}\n", task_count - 1,
                    options.max_parallel > 0 ? fmt::format("%{}", options.max_parallel) : "");
   s += fmt::format("#SBATCH --output={}\n", out_pattern);
-  s += "#SBATCH --ntasks=1\n";
   for (const auto& option : sbatch_options(options)) {
     s += fmt::format("#SBATCH {}\n", option.argument);
   }
@@ -99,11 +117,13 @@ std::string sbatch_script(const std::string& sweep_name, const std::string& task
       "# is line i+1 of the task list, with its records on node-local disk, published as "
       "snapshots.\n",
       sweep_name);
+  std::string flags;
+  if (options.snapshot_every > 0)
+    flags += fmt::format(" --snapshot-every {}", options.snapshot_every);
+  if (options.ranks_per_job > 1) flags += fmt::format(" --ranks {}", options.ranks_per_job);
   s += fmt::format("exec {} sweep slurm-task {} \"$SLURM_ARRAY_TASK_ID\"{}\n",
                    shell_quote(options.batchlab), shell_quote(fs::absolute(tasks_path).string()),
-                   options.snapshot_every > 0
-                       ? fmt::format(" --snapshot-every {}", options.snapshot_every)
-                       : "");
+                   flags);
   return s;
 }
 
@@ -205,7 +225,7 @@ std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
 
 int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
                    const std::string& local_dir, std::chrono::seconds snapshot_interval,
-                   const std::atomic<int>* stop_requests) {
+                   const std::atomic<int>* stop_requests, int ranks) {
   const auto lines = read_lines(tasks_file);
   if (index >= lines.size()) {
     throw InputError(
@@ -231,17 +251,24 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   // Checkpoints are plain files written by the job alone: they go to the shared run folder, so a
   // preempted or failed task resumes from them wherever Slurm runs it next.
   const std::string checkpoints = (run_dir / "checkpoints" / run_id).string();
-  spawn.argv = {batchlab,
-                "train",
-                layout.config_path(run_id),
-                "--run-id",
-                run_id,
-                "--db",
-                local,
-                "--checkpoint-dir",
-                checkpoints,
-                "--stop-file",
-                layout.stop_path(run_id)};
+  // Several ranks: srun starts them in this job's allocation (each rank gets SLURM_PROCID); one
+  // failing ends the others.
+  if (ranks > 1) {
+    spawn.argv = {program_on_path("srun"), fmt::format("--ntasks={}", ranks),
+                  "--kill-on-bad-exit=1"};
+  }
+  const std::vector<std::string> train = {batchlab,
+                                          "train",
+                                          layout.config_path(run_id),
+                                          "--run-id",
+                                          run_id,
+                                          "--db",
+                                          local,
+                                          "--checkpoint-dir",
+                                          checkpoints,
+                                          "--stop-file",
+                                          layout.stop_path(run_id)};
+  spawn.argv.insert(spawn.argv.end(), train.begin(), train.end());
   spawn.log_path = layout.log_path(run_id);
   spawn.parent_death_signal = SIGTERM;
   ChildProcess child = ChildProcess::spawn(spawn);

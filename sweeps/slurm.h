@@ -30,7 +30,9 @@ struct SlurmOptions {
   std::string job_name;  // --job-name ("" = batchlab-<sweep>)
   std::string partition;
   std::string time;                     // --time, e.g. "02:00:00"
-  int gpus_per_job = 0;                 // --gres=gpu:G when > 0
+  int gpus_per_job = 0;                 // --gres=gpu:G when > 0 (per node)
+  int ranks_per_job = 1;                // --ntasks: data-parallel ranks, started by `srun` when > 1
+  int nodes_per_job = 0;                // --nodes when > 0
   int max_parallel = 0;                 // the %M of --array (0: no limit)
   int cpus_per_task = 0;                // --cpus-per-task when > 0
   std::vector<std::string> extra_args;  // further #SBATCH lines, e.g. "--account=abc"
@@ -85,12 +87,14 @@ std::map<std::string, std::vector<std::string>> slurm_submissions(const RunLayou
 // Run ids that were ever submitted to Slurm from this runs folder.
 std::set<std::string> slurm_submitted_runs(const RunLayout& layout);
 
-// One array task: the job in line `index` of `tasks_file`, run by `batchlab train` with its
-// records on `local_dir`, snapshot into its run folder every `snapshot_interval` and at the end,
-// SIGTERM forwarded to the job (preemption), and `<run folder>/stop` as its stop file (a study's
-// race and pruning; study_slurm_source.h). Returns the job's exit code.
+// One array task: the job in line `index` of `tasks_file`, run by `batchlab train` (by `srun` as
+// `ranks` ranks, which meet through SLURM_PROCID/SLURM_NTASKS: core/dist/rendezvous.h; rank 0, on
+// this node, keeps the records) with its records on `local_dir`, snapshot into its run folder every
+// `snapshot_interval` and at the end, SIGTERM forwarded to the job (preemption), and `<run
+// folder>/stop` as its stop file (a study's race and pruning; study_slurm_source.h). Returns the
+// job's exit code.
 int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
                    const std::string& local_dir, std::chrono::seconds snapshot_interval,
-                   const std::atomic<int>* stop_requests);
+                   const std::atomic<int>* stop_requests, int ranks = 1);
 
 }  // namespace batchlab::sweeps

@@ -26,7 +26,7 @@ CommandOutput test_only(const std::vector<SbatchOption>& options) {
                         fmt::format("batchlab-sbatch-test-{}.sh", ::getpid());
   {
     std::ofstream script(path);
-    script << "#!/bin/bash\n#SBATCH --ntasks=1\n";
+    script << "#!/bin/bash\n";
     for (const auto& option : options) script << "#SBATCH " << option.argument << "\n";
     script << "true\n";
     if (!script) throw Error(fmt::format("cannot write {}", path.string()));

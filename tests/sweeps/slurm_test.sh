@@ -3,7 +3,8 @@
 # cluster. Installs slurm-wlm and munge (scripts/slurm_setup.sh), starts munged, slurmctld and
 # slurmd on this host (scripts/slurm_local.sh), submits a 4-job synthetic sweep as one job array,
 # waits (at most 5 minutes) for the queue to drain, folds the records with `sweep status` and
-# checks that every run is done in the sweep database with all its steps. The daemons are stopped
+# checks that every run is done in the sweep database with all its steps; then runs a one-job sweep
+# as 2 data-parallel ranks (--ranks-per-job 2: srun, SLURM_PROCID rendezvous). The daemons are stopped
 # however the test ends. Exit 77 (CTest: skipped) when Slurm cannot be installed or started here.
 # Usage: slurm_test.sh BATCHLAB_BINARY
 set -euo pipefail
@@ -102,4 +103,34 @@ if [[ "$again" != *"nothing to submit"* ]]; then
   echo "FAIL: a second submit should have nothing to submit: $again"
   exit 1
 fi
-echo "PASS: 4 Slurm array tasks ran and every run is done in the sweep database"
+
+# A job of 2 data-parallel ranks: srun starts them in the task's allocation, they meet through
+# SLURM_PROCID/SLURM_NTASKS, and rank 0 keeps the records. A world the batch cannot be split over
+# is refused before anything is submitted.
+sed -e 's/name = "slurmtest"/name = "slurmranks"/' -e 's/slurmtest.db/slurmranks.db/' \
+  -e 's/^seeds = .*/seeds = [0]/' -e 's/\[64, 128\]/[64]/' "$work/spec.toml" > "$work/ranks.toml"
+set +e
+refused=$("$batchlab" sweep submit "$work/ranks.toml" --slurm --partition debug --ranks-per-job 3 2>&1)
+rc=$?
+set -e
+if [[ $rc -ne 2 || "$refused" != *"cannot be split over 3 ranks"* ]]; then
+  echo "FAIL: 3 ranks for batch 64 = 2 x 32 should exit 2: $rc $refused"
+  exit 1
+fi
+"$batchlab" sweep submit "$work/ranks.toml" --slurm --partition debug --time 00:10:00 \
+  --ranks-per-job 2 --cpus-per-task 1
+deadline=$((SECONDS + 300))
+while [[ -n "$(squeue -h --name=batchlab-slurmranks 2>/dev/null)" ]]; do
+  (( SECONDS < deadline )) || { echo "FAIL: the 2-rank job did not finish"; exit 1; }
+  sleep 2
+done
+"$batchlab" sweep status "$work/ranks.toml" > /dev/null
+ranks_db="$work/results/slurmranks.db"
+world=$("$batchlab" query --db "$ranks_db" --format csv \
+  "SELECT status || ' ' || world_size FROM runs WHERE sweep_id = 'slurmranks'" | tail -1)
+if [[ "$world" != "done 2" ]]; then
+  echo "FAIL: the 2-rank job should be done with world_size 2, got '$world'"
+  tail -n 20 "$work"/runs/slurmranks/*/log.txt || true
+  exit 1
+fi
+echo "PASS: 4 Slurm array tasks ran and every run is done in the sweep database; a 2-rank job ran through srun"
