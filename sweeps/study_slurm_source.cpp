@@ -10,6 +10,7 @@
 
 #include "results/errors.h"
 #include "results/query.h"
+#include "sweeps/process.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::sweeps::study {
@@ -79,6 +80,9 @@ struct SlurmTrialSource::Impl {
     int requeues = 0;
     int crashes = 0;
     Clock::time_point next_read;
+    std::optional<StopRequest> stop;                  // the latest request written for it
+    std::optional<Clock::time_point> stop_due_since;  // first seen past the requested step
+    bool cancelled_for_stop = false;
   };
 
   SweepRecords& records;
@@ -146,9 +150,11 @@ struct SlurmTrialSource::Impl {
       found.push_back(end_from_database(trial.run_id));
       return;
     }
-    Tracked t{
-        trial,       trial_slurm_job(layout, trial.run_id), recorded_attempts(trial.run_id), 0, 0,
-        Clock::now()};
+    Tracked t;
+    t.job = trial;
+    t.slurm_job = trial_slurm_job(layout, trial.run_id);
+    t.attempt = recorded_attempts(trial.run_id);
+    t.next_read = Clock::now();
     // When squeue does not answer, a recorded job counts as alive: submitting it again could run
     // the trial twice, and the next look at the queue settles it either way.
     const auto queued = queued_jobs();
@@ -158,8 +164,22 @@ struct SlurmTrialSource::Impl {
       fs::remove(layout.stop_path(trial.run_id), ec);
     }
     if (stop_request) write_stop_request(layout.stop_path(trial.run_id), *stop_request);
+    t.stop = stop_request;
     if (!adopt) submit(t);
     tracked.emplace(trial.run_id, std::move(t));
+  }
+
+  // A trial cancelled because it left its stop request unanswered: `stopped` for that request, with
+  // the evaluations it published (its last records may lie beyond the requested step).
+  void record_forced_stop(Tracked& t, SourceEvents& events) {
+    const std::string error = fmt::format(
+        "{}; it had not answered its stop file {} s after publishing that step, and its Slurm job "
+        "{} was cancelled",
+        t.stop->at_step(t.stop->step),
+        std::chrono::duration_cast<std::chrono::seconds>(options.stop_grace).count(), t.slurm_job);
+    records.store().set_run_status(t.job.run_id, results::run_status::kStopped, error, std::nullopt,
+                                   t.stop->reason);
+    events.ended.push_back(end_from_database(t.job.run_id));
   }
 
   // A trial whose job left the queue: its result, or a new submission.
@@ -167,6 +187,10 @@ struct SlurmTrialSource::Impl {
     const auto folded = records.ingest(t.job.run_id, t.attempt);
     const std::string status = folded ? folded->status : "";
     keep = false;
+    if (t.cancelled_for_stop && !is_settled(status)) {
+      record_forced_stop(t, events);
+      return;
+    }
     if (is_settled(status)) {
       events.ended.push_back(end_from_database(t.job.run_id));
       return;
@@ -193,7 +217,8 @@ struct SlurmTrialSource::Impl {
     }
     observer.finished(event);
     TrialEnd end = end_from_database(t.job.run_id);
-    if (end.status.empty() || end.status == results::run_status::kRunning) {
+    // No result and no crash (planned, running, preempted): the engine runs it again later.
+    if (!is_settled(end.status) && end.status != results::run_status::kFailed) {
       end.status = std::string(results::run_status::kPreempted);
     }
     events.ended.push_back(std::move(end));
@@ -231,12 +256,26 @@ struct SlurmTrialSource::Impl {
       t.next_read = now + options.curve_interval;
       auto evals = read_published_evals(layout.records_path(run_id), run_id);
       if (!evals) continue;
+      check_stop_answered(t, *evals, now);
       events.updates.push_back({run_id, std::move(*evals)});
       try {
         records.ingest(run_id, t.attempt, /*series=*/false);  // progress for `sweep status`
       } catch (const results::StoreError&) {
       }
     }
+  }
+
+  // A trial whose published evaluations reached its requested step must end soon after (it reads
+  // the stop file after every evaluation); past the grace, it is cancelled.
+  void check_stop_answered(Tracked& t, const std::vector<results::EvalRow>& evals,
+                           Clock::time_point now) {
+    if (!t.stop || t.cancelled_for_stop || evals.empty() || evals.back().step < t.stop->step) {
+      return;
+    }
+    if (!t.stop_due_since) t.stop_due_since = now;
+    if (now - *t.stop_due_since < options.stop_grace) return;
+    capture_command("scancel " + shell_quote(t.slurm_job));
+    t.cancelled_for_stop = true;
   }
 
   void maybe_publish(bool now) {
@@ -266,6 +305,11 @@ void SlurmTrialSource::start(const Job& trial, const std::optional<StopRequest>&
 
 void SlurmTrialSource::request_stop(const std::string& run_id, const StopRequest& stop) {
   write_stop_request(impl_->layout.stop_path(run_id), stop);
+  auto it = impl_->tracked.find(run_id);
+  if (it != impl_->tracked.end()) {
+    it->second.stop = stop;
+    it->second.stop_due_since.reset();  // an earlier step: its grace starts when it is reached
+  }
 }
 
 SourceEvents SlurmTrialSource::poll() {

@@ -9,7 +9,9 @@
 //
 // - Evaluations: read from the published snapshot of each running trial every `curve_interval`.
 // - Stopping a trial: the stop file (RunLayout::stop_path); the trial answers at its next
-//   evaluation and records `stopped`. The race and pruning never need scancel.
+//   evaluation and records `stopped`. One that has published an evaluation at or past the
+//   requested step and is still in the queue `stop_grace` later has not answered (a hung process,
+//   a stale file cache): it is cancelled with scancel and recorded as `stopped` for the request.
 // - A trial's end: its job left the queue. Its snapshot is folded into the sweep database; a result
 //   (done, diverged, stopped) goes to the engine. A trial that was preempted, cancelled (scancel)
 //   or killed is submitted again under the same run id and resumes from the checkpoints in its run
@@ -42,6 +44,7 @@ struct SlurmSourceOptions {
   std::chrono::milliseconds poll_interval{2000};    // how often squeue is asked
   std::chrono::milliseconds curve_interval{2000};   // how often running trials' evals are read
   std::chrono::seconds publish_interval{30};        // how often `publish` runs
+  std::chrono::milliseconds stop_grace{120000};     // how long a stop may stay unanswered
   std::function<void()> publish;  // publishes the sweep database (the coordinator's snapshot)
 };
 

@@ -63,7 +63,7 @@ TEST(FileLock, IsExclusiveKeptByTheChildAndReleasedByItsDeath) {
     EXPECT_TRUE(lock_held(path));
     EXPECT_FALSE(FileLock::try_acquire(path).has_value());
     lock->describe("pid 1: test\n");
-    EXPECT_EQ(lock_description(path), "pid 1: test\n");
+    EXPECT_EQ(lock_description(path), "pid 1: test");  // trailing whitespace trimmed
   }
   EXPECT_FALSE(lock_held(path));
   // A child that inherits the locked descriptor keeps the lock after the parent lets go.
