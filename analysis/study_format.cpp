@@ -179,6 +179,19 @@ json fit_json(const SeriesFit& f) {
   return j;
 }
 
+json ladder_json(const StudyLadder& l) {
+  return {{"series", l.series},
+          {"sweep_id", l.sweep_id},
+          {"batches", l.batches},
+          {"stop", l.stop.empty() ? json(nullptr) : json(l.stop)},
+          {"why", l.why},
+          {"gains", l.gains},
+          {"rule",
+           {{"ceiling", l.rule.ceiling},
+            {"min_gain", l.rule.min_gain},
+            {"flat_doublings", l.rule.flat_doublings}}}};
+}
+
 std::string study_json(const StudyReport& report) {
   json j = {{"kind", "study"},
             {"targets", report.targets},
@@ -188,6 +201,8 @@ std::string study_json(const StudyReport& report) {
   for (const auto& c : report.cells) j["cells"].push_back(cell_json(c));
   j["fits"] = json::array();
   for (const auto& f : report.fits) j["fits"].push_back(fit_json(f));
+  j["ladders"] = json::array();
+  for (const auto& l : report.ladders) j["ladders"].push_back(ladder_json(l));
   j["cost"] = {{"trials", report.cost.trials},
                {"samples_trained", report.cost.samples_trained},
                {"samples_at_cap", report.cost.samples_at_cap},
@@ -269,8 +284,9 @@ std::string format_study_report(const StudyReport& report, results::QueryFormat 
   }
   const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
   std::string out = header(report) + gap + results::format_result(cells, format) + "\n" +
-                    fit_header() + gap + results::format_result(fits, format) + "\n" +
-                    cost_line(report.cost);
+                    fit_header() + gap + results::format_result(fits, format) + "\n";
+  for (const auto& l : report.ladders) out += ladder_line(l) + "\n" + gap;
+  out += cost_line(report.cost);
   for (const auto& w : report.warnings) out += fmt::format("{}warning: {}\n", gap, w);
   return out;
 }

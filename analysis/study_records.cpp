@@ -1,8 +1,10 @@
 #include "analysis/study_records.h"
 
 #include <cmath>
+#include <set>
 
 #include "analysis/run_records.h"
+#include "analysis/study_ladder.h"
 #include "results/query.h"
 
 namespace batchlab::analysis {
@@ -114,6 +116,23 @@ std::map<std::string, std::vector<double>> read_b_simple(const std::string& db_p
   return out;
 }
 
+// The ladder rule of each sweep of `cells` whose stored spec has one.
+std::map<std::string, results::LadderRule> read_ladders(const std::string& db_path,
+                                                        const std::vector<StudyCellRecord>& cells) {
+  std::map<std::string, results::LadderRule> out;
+  if (cells.empty() || !has_table(db_path, "sweeps")) return out;
+  const auto result =
+      results::query_readonly(db_path, "SELECT sweep_id, spec_toml FROM sweeps ORDER BY sweep_id");
+  std::set<std::string> studied;
+  for (const auto& c : cells) studied.insert(c.sweep_id);
+  for (const auto& row : result.rows) {
+    const std::string id = row[0].value_or("");
+    if (studied.count(id) == 0 || !row[1]) continue;
+    if (auto rule = ladder_rule_of_spec(*row[1])) out[id] = *rule;
+  }
+  return out;
+}
+
 }  // namespace
 
 bool has_study(const std::string& db_path, const std::optional<std::string>& sweep_id) {
@@ -131,6 +150,7 @@ StudyRecords read_study_records(const std::string& db_path,
   out.cells = read_cells(db_path, filter);
   out.trials = read_trials(db_path, filter);
   out.b_simple = read_b_simple(db_path, filter);
+  out.ladders = read_ladders(db_path, out.cells);
   return out;
 }
 

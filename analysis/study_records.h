@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "results/batch_ladder.h"
+
 namespace batchlab::analysis {
 
 struct StudyCellRecord {
@@ -49,12 +51,15 @@ struct StudyRecords {
   std::vector<StudyTrialRecord> trials;  // ordered by cell, lr_index
   // noise_scale.b_simple of each trial's run, finite values only, in step order.
   std::map<std::string, std::vector<double>> b_simple;
+  // Per sweep_id whose stored spec (sweeps.spec_toml) has a [study.ladder], its rule.
+  std::map<std::string, results::LadderRule> ladders;
 };
 
 // True when the database has a study_cells table with at least one row (of `sweep_id` when set).
 bool has_study(const std::string& db_path, const std::optional<std::string>& sweep_id = {});
 
-// Reads the study's cells and trials (of `sweep_id` when set) and its trials' noise-scale rows.
+// Reads the study's cells and trials (of `sweep_id` when set), its trials' noise-scale rows and
+// the ladder rules of the sweeps' stored specs (none without a sweeps table).
 // A database without a noise_scale table reads as no noise-scale rows. Throws StoreInputError for a
 // missing file or tables that lack the documented columns.
 StudyRecords read_study_records(const std::string& db_path,

@@ -288,6 +288,7 @@ StudyReport build_study_report(const std::string& db_path, const StudyReportOpti
   summarize_trials(records.trials, report.cells);
   summarize_seeds(report.cells);
   report.fits = fit_all(report.cells, records);
+  report.ladders = summarize_ladders(report.cells, records.ladders);
   report.cost = study_cost(records.cells, records.trials);
   report.warnings = warnings_of(report.fits);
   if (const auto pruned = pruning_warning(report.cells)) report.warnings.push_back(*pruned);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/study_audit.h"
+#include "analysis/study_ladder.h"
 #include "analysis/study_records.h"
 #include "results/query_result.h"
 #include "results/scaling_fit.h"
@@ -78,6 +79,7 @@ struct StudyReport {
   std::vector<std::string> constants;
   std::vector<StudyCellSummary> cells;
   std::vector<SeriesFit> fits;
+  std::vector<StudyLadder> ladders;  // one per ladder group, for sweeps with a [study.ladder]
   StudyCost cost;
   std::vector<std::string> warnings;
 };
@@ -89,10 +91,12 @@ StudyReport build_study_report(const std::string& db_path, const StudyReportOpti
 results::QueryResult study_cell_table(const StudyReport& report);
 results::QueryResult study_fit_table(const StudyReport& report);
 
-// table / markdown: targets, the cell table, the fit table, the cost line and the warnings. csv:
+// table / markdown: targets, the cell table, the fit table, the ladder lines, the cost line and the
+// warnings. csv:
 // the cell table, an empty line, the fit table. json: {"kind": "study", "targets", "cells" (each
 // with its "trials"), "fits" (each with "batch_seeds", "fit" and "bootstrap": the intervals as
-// [low, high]), "cost", "warnings"} with unrounded numbers: the figures read it.
+// [low, high]), "ladders" (series, sweep_id, batches, stop, why, gains, rule), "cost",
+// "warnings"} with unrounded numbers: the figures read it.
 std::string format_study_report(const StudyReport& report, results::QueryFormat format);
 
 }  // namespace batchlab::analysis

@@ -64,6 +64,10 @@ void StudyPrinter::cell_completed(const results::StudyCellRow& row, size_t c) {
   }
 }
 
+void StudyPrinter::ladder_stopped(const std::string& group, const std::string& why) {
+  print_line("[ladder]  {}: stopped: {}\n", group.empty() ? std::string("every cell") : group, why);
+}
+
 void StudyPrinter::finished(const sweeps::JobEvent& e) {
   if (!e.retry) return;
   if (in_slurm_) {

@@ -25,6 +25,7 @@ class StudyPrinter : public sweeps::RunObserver, public sweeps::study::StudyObse
                          size_t c) override;
   void stop_requested(const sweeps::Job& job, const StopRequest& stop) override;
   void cell_completed(const results::StudyCellRow& row, size_t c) override;
+  void ladder_stopped(const std::string& group, const std::string& why) override;
   void finished(const sweeps::JobEvent& e) override;
   void stopping(int level) override;
 

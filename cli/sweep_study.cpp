@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/study_progress.h"
+#include "analysis/study_records.h"
 #include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "cli/study_printer.h"
@@ -19,6 +20,7 @@
 #include "core/errors.h"
 #include "results/query_result.h"
 #include "sweeps/study_engine.h"
+#include "sweeps/study_ladder.h"
 #include "sweeps/study_trial_source.h"
 #include "sweeps/sweep_records.h"
 
@@ -53,11 +55,16 @@ std::string describe_cell(const study::StudyPlan& plan, size_t c) {
 }
 
 // Cells by status, trials by outcome, the undecided trials and the cell table.
-void print_progress(const study::StudyPlan& plan, const analysis::StudyProgress& progress) {
+void print_progress(const study::StudyPlan& plan, const analysis::StudyProgress& progress,
+                    const std::set<std::string>& beyond_ladder) {
   std::map<std::string, size_t> cells;
   for (const auto& cell : plan.cells) {
     auto it = progress.cell_status.find(cell.cell_id);
-    ++cells[it == progress.cell_status.end() ? std::string("not opened") : it->second];
+    if (it != progress.cell_status.end()) {
+      ++cells[it->second];
+    } else {
+      ++cells[beyond_ladder.count(cell.cell_id) > 0 ? "beyond the ladder" : "not opened"];
+    }
   }
   std::string line;
   for (const auto& [status, n] : cells) line += fmt::format("  {} {}", status, n);
@@ -92,10 +99,13 @@ void print_progress(const study::StudyPlan& plan, const analysis::StudyProgress&
 
 void print_summary(const SweepContext& ctx, const study::StudySummary& s) {
   fmt::print(
-      "\nstudy {}: {} cells: {} reached, {} censored, {} still searching; {} trials ({} started "
-      "now{})\n",
-      ctx.spec.name, s.cells, s.reached, s.censored, s.searching, s.trials, s.started,
-      s.unfinished > 0 ? fmt::format(", {} failed", s.unfinished) : "");
+      "\nstudy {}: {} cells: {} reached, {} censored, {} still searching{}; {} trials ({} "
+      "started now{})\n",
+      ctx.spec.name, s.cells, s.reached, s.censored, s.searching,
+      s.beyond_ladder > 0
+          ? fmt::format(", {} beyond where the batch ladder stopped", s.beyond_ladder)
+          : "",
+      s.trials, s.started, s.unfinished > 0 ? fmt::format(", {} failed", s.unfinished) : "");
   if (s.samples_trained > 0) {
     fmt::print("samples trained {} against {} with every trial run to its cap ({:.1f}x fewer)\n",
                s.samples_trained, s.cap_samples,
@@ -182,9 +192,46 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
                    config::is_accuracy_metric(st.target_metric) ? ">=" : "<=", st.target_value,
                    st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results,
                    ctx.spec.runs_dir);
+    if (const auto& ladder = st.ladder) {
+      fmt::format_to(
+          std::back_inserter(out),
+          "batch ladder: {}..{}, doubling while the steps to target fall by more than "
+          "{:g}x per doubling; it stops after {} doubling(s) in a row below that, at the "
+          "ceiling, or at a censored cell, and the cells above never open\n",
+          ladder->start, ladder->ceiling, ladder->min_gain, ladder->flat_doublings);
+    }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
+}
+
+std::set<std::string> cells_beyond_ladder(const study::StudyPlan& plan, const std::string& db,
+                                          const std::string& sweep_id) {
+  std::set<std::string> out;
+  std::error_code ec;
+  if (!plan.study().ladder || !std::filesystem::exists(db, ec)) return out;
+  std::map<std::string, results::StudyCellRow> stored;
+  for (const auto& r : analysis::read_study_records(db, sweep_id).cells) {
+    results::StudyCellRow row;
+    row.cell_id = r.cell_id;
+    row.global_batch = r.global_batch;
+    row.status = r.status;
+    row.steps_to_target = r.steps_to_target;
+    stored[r.cell_id] = row;
+  }
+  study::CellAnswers answers(plan.cells.size(), nullptr);
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    auto it = stored.find(plan.cells[c].cell_id);
+    if (it != stored.end() && it->second.status != results::cell_status::kSearching) {
+      answers[c] = &it->second;
+    }
+  }
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    if (stored.count(plan.cells[c].cell_id) == 0 && study::ladder_closed(plan, answers, c)) {
+      out.insert(plan.cells[c].cell_id);
+    }
+  }
+  return out;
 }
 
 study::StudyPlan checked_study_plan(const SweepContext& ctx) {
@@ -263,7 +310,7 @@ int print_study_status(const SweepContext& ctx) {
   }
   print_study_slurm_jobs(ctx);
   const auto progress = analysis::read_study_progress(db, ctx.spec.name);
-  print_progress(plan, progress);
+  print_progress(plan, progress, cells_beyond_ladder(plan, db, ctx.spec.name));
   return kExitOk;
 }
 

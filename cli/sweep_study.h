@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <set>
 #include <string>
 
 #include "cli/study_printer.h"
@@ -22,6 +23,11 @@ int print_study_plan(const SweepContext& ctx, const std::string& format);
 // The study's cells with every cell's first trial built: a config the study cannot make is bad
 // input (ConfigError, exit 2), reported before anything runs or is recorded.
 sweeps::study::StudyPlan checked_study_plan(const SweepContext& ctx);
+
+// Cells of `plan` a batch ladder stopped below, from the study rows in `db` (read-only): they will
+// never open and are not owed. Empty without a ladder or a database.
+std::set<std::string> cells_beyond_ladder(const sweeps::study::StudyPlan& plan,
+                                          const std::string& db, const std::string& sweep_id);
 
 // The counter SIGINT and SIGTERM raise while run_study_engine runs (a trial source watches it).
 std::atomic<int>& study_stop_requests();

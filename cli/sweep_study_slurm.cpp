@@ -127,10 +127,15 @@ std::string node_local_dir(const std::string& what) {
 // Cells of the plan not yet complete in the (published) database.
 size_t cells_to_finish(const SweepContext& ctx, const study::StudyPlan& plan) {
   const auto status = analysis::read_study_progress(ctx.spec.results, ctx.spec.name).cell_status;
+  const auto beyond = cells_beyond_ladder(plan, ctx.spec.results, ctx.spec.name);
   size_t open = 0;
   for (const auto& cell : plan.cells) {
     auto it = status.find(cell.cell_id);
-    open += it == status.end() || it->second == results::cell_status::kSearching ? 1 : 0;
+    if (it == status.end()) {
+      open += beyond.count(cell.cell_id) > 0 ? 0 : 1;
+    } else {
+      open += it->second == results::cell_status::kSearching ? 1 : 0;
+    }
   }
   return open;
 }

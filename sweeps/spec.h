@@ -16,6 +16,7 @@
 //             conditions join with ',' ("optim.name=lars,batch.global=8192") and must all hold
 //   [study]   target = { metric = "val_acc", value = 0.88 }; lr_factor = 2; lr_points_max = 6;
 //             lr_center; max_samples | max_steps; evals_per_octave = 3; warmup = 0.05
+//             [study.ladder] start = 256; ceiling = 8192; min_gain = 1.3; flat_doublings = 2
 //             a learning-rate search per cell (the grid without the LR), raced to the target
 //             (StudySpec below; docs/sweeps.md "Studies")
 //
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "results/batch_ladder.h"
 
 namespace batchlab::sweeps {
 
@@ -89,6 +91,19 @@ struct When {
   Location where;
 };
 
+// [study.ladder]: instead of a list of batch sizes, a ladder from `start` that doubles while the
+// measured steps to target still fall by more than `min_gain` per doubling, up to `ceiling`
+// (results/batch_ladder.h has the rule; docs/sweeps.md "Batch ladder"). The reader adds the
+// batches start, 2 start, ..., ceiling as a batch.global axis, so every cell of the ladder has its
+// id and trials from the start; the coordinator opens a batch only when the rule allows it.
+struct LadderSpec {
+  int64_t start = 0;
+  int64_t ceiling = 0;  // start x 2^k
+  double min_gain = results::kLadderDefaultMinGain;
+  int64_t flat_doublings = results::kLadderDefaultFlatDoublings;
+  Location where;  // the [study.ladder] table
+};
+
 // The [study] section: every cell (one combination of the grid, which must not sweep the learning
 // rate) gets a learning-rate search raced to a validation target (sweeps/study_*.h).
 struct StudySpec {
@@ -102,10 +117,11 @@ struct StudySpec {
   int64_t evals_per_octave = 3;        // train.evals_per_octave of every trial
   double warmup = 0.05;  // warmup as a fraction of the cap (at least 5 steps), unless the spec
                          // sets a schedule.warmup_* key itself
-  int64_t prune_min_evals = 3;      // a trial's evaluations past warmup before it may be pruned
-  double prune_min_fraction = 0.5;  // and the fraction of the race leader's steps it must pass
-  Location where;                   // the [study] table
-  Location target_where;            // its target (messages about the target name this position)
+  int64_t prune_min_evals = 3;       // a trial's evaluations past warmup before it may be pruned
+  double prune_min_fraction = 0.5;   // and the fraction of the race leader's steps it must pass
+  std::optional<LadderSpec> ladder;  // the batches as a ladder rather than a batch.global list
+  Location where;                    // the [study] table
+  Location target_where;             // its target (messages about the target name this position)
 };
 
 struct SpecStorage;  // the parsed document (spec_reader.h)

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <set>
+
+#include "sweeps/study_ladder.h"
 
 namespace batchlab::sweeps::study {
 
@@ -82,6 +86,7 @@ struct StudyEngine::State {
   std::map<std::string, size_t> by_run_id;
   StudySummary summary;
   SchedulePolicy policy;
+  std::set<std::string> ladder_announced;  // groups whose stop the observer heard of
 
   State(const StudyPlan& p, results::Store& s, std::string id, TrialSource& src, StudyObserver& o,
         SchedulePolicy order)
@@ -146,9 +151,34 @@ struct StudyEngine::State {
 
   // ---- cells
 
-  bool ready(size_t c) const {
+  // Per cell, its row once it has its answer (what the ladder reads).
+  CellAnswers answers() const {
+    CellAnswers out(cells.size(), nullptr);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (cells[c].open && cells[c].complete) out[c] = &cells[c].row;
+    }
+    return out;
+  }
+
+  // A ladder opens a batch only when the rule allows it, whatever the centre; otherwise a cell
+  // waits for the batch below it unless lr_center gives every centre.
+  bool ready(size_t c, const CellAnswers& answered) const {
+    if (plan.study().ladder) return ladder_allows(plan, answered, c);
     const auto& previous = plan.cells[c].previous;
     return plan.study().lr_center || !previous || cells[*previous].complete;
+  }
+
+  // Tells the observer once per group when its ladder stops.
+  void announce_ladder_stops() {
+    if (!plan.study().ladder) return;
+    const CellAnswers answered = answers();
+    for (const auto& cell : plan.cells) {
+      if (ladder_announced.count(cell.group) > 0) continue;
+      if (auto why = ladder_stop_of(plan, answered, cell.group)) {
+        ladder_announced.insert(cell.group);
+        observer.ladder_stopped(cell.group, *why);
+      }
+    }
   }
 
   double centre_of(size_t c) const {
@@ -173,8 +203,9 @@ struct StudyEngine::State {
 
   bool open_ready_cells() {
     bool opened = false;
+    const CellAnswers answered = answers();
     for (size_t c = 0; c < cells.size(); ++c) {
-      if (cells[c].open || !ready(c)) continue;
+      if (cells[c].open || !ready(c, answered)) continue;
       opened = true;
       const Job& job = plan.job(c);
       auto& row = cells[c].row;
@@ -204,7 +235,10 @@ struct StudyEngine::State {
     const auto& cell = cells[c].row;
     Trial trial;
     trial.cell = c;
-    trial.order = cells[c].trials.size();
+    // The rank the decisions give it (the centre, then nearer rates, the lower first), a function
+    // of lr_index alone: a resumed study, which reads its trials back by lr_index, starts its
+    // pending trials in the order an uninterrupted one would.
+    trial.order = static_cast<size_t>(2 * std::abs(lr_index) - (lr_index < 0 ? 1 : 0));
     const double lr = lr_at(cell.lr_center, cell.lr_factor, lr_index);
     trial.job = make_trial(plan, c, lr, cell.cap_steps);
     trial.view.lr_index = lr_index;
@@ -260,6 +294,7 @@ struct StudyEngine::State {
   void settle() {
     while (open_ready_cells() || advance_cells()) {
     }
+    announce_ladder_stops();
   }
 
   // ---- trials
@@ -392,10 +427,17 @@ struct StudyEngine::State {
     summary.cells = cells.size();
     summary.trials = trials.size();
     summary.stopped = source.stopping();
-    for (const auto& c : cells) {
+    const CellAnswers answered = answers();
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const auto& c = cells[i];
       if (c.complete && c.row.status == cell_status::kReached) ++summary.reached;
       if (c.complete && c.row.status == cell_status::kCensored) ++summary.censored;
-      if (!c.complete) ++summary.searching;
+      if (c.complete) continue;
+      if (!c.open && ladder_closed(plan, answered, i)) {
+        ++summary.beyond_ladder;
+      } else {
+        ++summary.searching;
+      }
     }
     for (const auto& t : trials) {
       if (t.phase == Phase::failed) ++summary.unfinished;

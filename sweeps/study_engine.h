@@ -73,13 +73,17 @@ class StudyObserver {
   virtual void trial_interrupted(const Job&, const TrialEnd&, size_t /*cell*/) {}
   virtual void stop_requested(const Job&, const StopRequest&) {}
   virtual void cell_completed(const results::StudyCellRow&, size_t /*cell*/) {}
+  // A batch ladder stopped for the group of lines `group` (their coordinates without the batch
+  // and the seed); `why` as results::describe_ladder_stop says it.
+  virtual void ladder_stopped(const std::string& /*group*/, const std::string& /*why*/) {}
 };
 
 struct StudySummary {
   size_t cells = 0, reached = 0, censored = 0, searching = 0;
-  size_t trials = 0;      // decided in all
-  size_t started = 0;     // started by this run
-  size_t unfinished = 0;  // trials whose run failed (the study cannot finish their cells)
+  size_t beyond_ladder = 0;  // planned cells a batch ladder stopped below: never opened, not owed
+  size_t trials = 0;         // decided in all
+  size_t started = 0;        // started by this run
+  size_t unfinished = 0;     // trials whose run failed (the study cannot finish their cells)
   int64_t samples_trained = 0;
   int64_t cap_samples = 0;  // the same trials, each run to its cap
   bool stopped = false;     // the user stopped it

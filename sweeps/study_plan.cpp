@@ -20,6 +20,7 @@ namespace batchlab::sweeps::study {
 namespace {
 
 constexpr const char* kBatchKey = "batch.global";
+constexpr const char* kSeedKey = "train.seed";
 constexpr int64_t kMinWarmupSteps = 5;
 
 toml::table parse_config(const Job& job) {
@@ -79,13 +80,16 @@ std::string trial_settings(const StudySpec& s) {
 Cell describe_cell(const Plan& plan, const StudySpec& study, const Job& job, size_t index) {
   Cell cell;
   cell.job = index;
-  std::vector<std::string> line;
+  std::vector<std::string> line, group;
   for (size_t k = 0; k < plan.coordinate_keys.size(); ++k) {
     const std::string& key = plan.coordinate_keys[k];
     cell.cell_toml += fmt::format("\"{}\" = {}\n", key, toml_value(job.coordinates[k]));
-    if (key != kBatchKey) line.push_back(key + "=" + job.coordinates[k]);
+    if (key == kBatchKey) continue;
+    line.push_back(key + "=" + job.coordinates[k]);
+    if (key != kSeedKey) group.push_back(line.back());
   }
   cell.line = fmt::format("{}", fmt::join(line, " "));
+  cell.group = fmt::format("{}", fmt::join(group, " "));
   // The id hashes the resolved config without the learning rate: the cell, whatever its centre.
   toml::table config = parse_config(job);
   section(config, "optim").erase("base_lr");

@@ -12,6 +12,10 @@
 // best rate of the next smaller batch of its line, or [study] lr_center, or for the smallest batch
 // the job's own optim.base_lr. Under a scaling rule the same base_lr already moves the peak rate
 // by the rule, so the centre is carried over in base_lr terms.
+//
+// A batch ladder ([study.ladder]) plans every batch from start to ceiling, so cell ids and trial
+// configs are fixed before anything runs; which of them open is the coordinator's decision
+// (study_ladder.h), per group of lines that differ only in the seed.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,7 @@ struct Cell {
   std::string cell_id;
   std::string cell_toml;           // the non-LR coordinates that define it
   std::string line;                // its coordinates without batch.global
+  std::string group;               // ... and without train.seed: the lines a ladder moves together
   std::optional<size_t> previous;  // the cell of the next smaller batch in the same line
   int64_t max_cap_steps = 0;       // from max_samples / max_steps (or the job's own schedule)
 };

@@ -1,0 +1,98 @@
+#include "results/batch_ladder.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace batchlab::results {
+
+namespace {
+
+// The geometric mean of the rung's seeds, nullopt when one of them is censored or none is given.
+std::optional<double> rung_steps(const LadderRung& rung) {
+  if (rung.steps.empty()) return std::nullopt;
+  double log_sum = 0.0;
+  for (const auto& s : rung.steps) {
+    if (!s || !(*s > 0.0)) return std::nullopt;
+    log_sum += std::log(*s);
+  }
+  return std::exp(log_sum / static_cast<double>(rung.steps.size()));
+}
+
+bool flattened(const std::vector<double>& gains, const LadderRule& rule) {
+  const auto n = static_cast<size_t>(rule.flat_doublings);
+  if (n == 0 || gains.size() < n) return false;
+  for (size_t i = gains.size() - n; i < gains.size(); ++i) {
+    if (gains[i] >= rule.min_gain) return false;
+  }
+  return true;
+}
+
+std::string doubling(const std::vector<LadderRung>& rungs, const LadderVerdict& v, size_t i) {
+  return fmt::format("{}->{} saved {:.2f}x", rungs[i].batch, rungs[i + 1].batch, v.gains[i]);
+}
+
+}  // namespace
+
+const char* ladder_stop_name(LadderStop stop) {
+  switch (stop) {
+    case LadderStop::flattening:
+      return "flattening";
+    case LadderStop::ceiling:
+      return "ceiling";
+    case LadderStop::cap:
+      return "cap";
+    case LadderStop::none:
+      break;
+  }
+  return "";
+}
+
+LadderVerdict walk_ladder(const std::vector<LadderRung>& rungs, const LadderRule& rule) {
+  LadderVerdict v;
+  for (const auto& rung : rungs) {
+    ++v.rungs;
+    v.steps.push_back(rung_steps(rung));
+    if (!v.steps.back()) {
+      v.stop = LadderStop::cap;
+      return v;
+    }
+    if (v.steps.size() >= 2) v.gains.push_back(*v.steps[v.steps.size() - 2] / *v.steps.back());
+    if (flattened(v.gains, rule)) {
+      v.stop = LadderStop::flattening;
+      return v;
+    }
+    if (rung.batch >= rule.ceiling) {
+      v.stop = LadderStop::ceiling;
+      return v;
+    }
+  }
+  return v;
+}
+
+std::string describe_ladder_stop(const LadderVerdict& v, const std::vector<LadderRung>& rungs,
+                                 const LadderRule& rule) {
+  if (v.stop == LadderStop::none || v.rungs == 0 || v.rungs > rungs.size()) return "";
+  const LadderRung& last = rungs[v.rungs - 1];
+  if (v.stop == LadderStop::cap) {
+    size_t censored = 0;
+    for (const auto& s : last.steps) censored += s ? 0 : 1;
+    return fmt::format("cap (batch {}: {} of {} seed{} did not reach the target within the cap)",
+                       last.batch, censored, last.steps.size(), last.steps.size() == 1 ? "" : "s");
+  }
+  if (v.stop == LadderStop::flattening) {
+    std::string parts;
+    const auto n = static_cast<size_t>(rule.flat_doublings);
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = v.gains.size() - 1 - k;
+      parts +=
+          k == 0 ? doubling(rungs, v, i)
+                 : fmt::format(", {}->{} {:.2f}x", rungs[i].batch, rungs[i + 1].batch, v.gains[i]);
+    }
+    return fmt::format("flattening ({} < {:g}x)", parts, rule.min_gain);
+  }
+  if (v.gains.empty()) return fmt::format("ceiling ({})", last.batch);
+  return fmt::format("ceiling ({}; {})", last.batch, doubling(rungs, v, v.gains.size() - 1));
+}
+
+}  // namespace batchlab::results
