@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "sweeps/study_ladder.h"
+#include "sweeps/study_engine_state.h"
 
 namespace batchlab::sweeps::study {
 
@@ -20,35 +20,6 @@ std::optional<double> study_metric(const results::EvalRow& row, const std::strin
   if (!value || !std::isfinite(*value)) return std::nullopt;
   return value;
 }
-
-// The engine's bookkeeping, in a named namespace rather than an anonymous one: StudyEngine::State,
-// which has external linkage, holds these types (GCC's -Wsubobject-linkage).
-namespace engine_state {
-
-enum class Phase { pending, running, ended, failed };
-
-struct Trial {
-  Job job;
-  size_t cell = 0;
-  size_t order = 0;  // decision order: the start order within a cell
-  Phase phase = Phase::pending;
-  TrialView view;
-  std::optional<StopRequest> stop;
-  results::StudyTrialRow row;
-};
-
-struct CellState {
-  bool open = false;
-  bool complete = false;
-  results::StudyCellRow row;
-  std::vector<size_t> trials;
-};
-
-}  // namespace engine_state
-
-using engine_state::CellState;
-using engine_state::Phase;
-using engine_state::Trial;
 
 Curve curve_of(const std::vector<results::EvalRow>& evals, const std::string& metric) {
   Curve curve;
@@ -74,378 +45,200 @@ void restore_ending(const std::string& stored, TrialView& view) {
 
 }  // namespace
 
-struct StudyEngine::State {
-  const StudyPlan& plan;
-  results::Store& store;
-  std::string sweep_id;
-  TrialSource& source;
-  StudyObserver& observer;
-  Goal goal;
-  std::vector<CellState> cells;
-  std::vector<Trial> trials;
-  std::map<std::string, size_t> by_run_id;
-  StudySummary summary;
-  SchedulePolicy policy;
-  std::set<std::string> ladder_announced;  // groups whose stop the observer heard of
+std::vector<TrialView> StudyEngine::State::views(size_t cell) const {
+  std::vector<TrialView> out;
+  for (size_t t : cells[cell].trials) out.push_back(trials[t].view);
+  return out;
+}
 
-  State(const StudyPlan& p, results::Store& s, std::string id, TrialSource& src, StudyObserver& o,
-        SchedulePolicy order)
-      : plan(p),
-        store(s),
-        sweep_id(std::move(id)),
-        source(src),
-        observer(o),
-        goal(make_goal(p.study().target_metric, p.study().target_value)),
-        cells(p.cells.size()),
-        policy(order) {}
+size_t StudyEngine::State::position_in_cell(size_t t) const {
+  const auto& list = cells[trials[t].cell].trials;
+  return static_cast<size_t>(std::find(list.begin(), list.end(), t) - list.begin());
+}
 
-  std::vector<TrialView> views(size_t cell) const {
-    std::vector<TrialView> out;
-    for (size_t t : cells[cell].trials) out.push_back(trials[t].view);
-    return out;
+// When a trial of cell `c` may be pruned: the cell's warmup and the spec's fair-run rule.
+PruneRule StudyEngine::State::prune_rule(size_t c) const {
+  return PruneRule{cells[c].row.warmup_steps, plan.study().prune_min_evals,
+                   plan.study().prune_min_fraction};
+}
+
+void StudyEngine::State::load() {
+  std::map<std::string, results::StudyCellRow> stored_cells;
+  for (auto& row : store.read_study_cells(sweep_id)) stored_cells[row.cell_id] = row;
+  std::map<std::string, size_t> cell_index;
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    cell_index[plan.cells[c].cell_id] = c;
+    auto it = stored_cells.find(plan.cells[c].cell_id);
+    if (it == stored_cells.end()) continue;
+    cells[c].open = true;
+    cells[c].row = it->second;
+    cells[c].complete = it->second.status != cell_status::kSearching;
   }
-
-  size_t position_in_cell(size_t t) const {
-    const auto& list = cells[trials[t].cell].trials;
-    return static_cast<size_t>(std::find(list.begin(), list.end(), t) - list.begin());
-  }
-
-  // When a trial of cell `c` may be pruned: the cell's warmup and the spec's fair-run rule.
-  PruneRule prune_rule(size_t c) const {
-    return PruneRule{cells[c].row.warmup_steps, plan.study().prune_min_evals,
-                     plan.study().prune_min_fraction};
-  }
-
-  // ---- resume: cells and trials as the database holds them
-
-  void load() {
-    std::map<std::string, results::StudyCellRow> stored_cells;
-    for (auto& row : store.read_study_cells(sweep_id)) stored_cells[row.cell_id] = row;
-    std::map<std::string, size_t> cell_index;
-    for (size_t c = 0; c < plan.cells.size(); ++c) {
-      cell_index[plan.cells[c].cell_id] = c;
-      auto it = stored_cells.find(plan.cells[c].cell_id);
-      if (it == stored_cells.end()) continue;
-      cells[c].open = true;
-      cells[c].row = it->second;
-      cells[c].complete = it->second.status != cell_status::kSearching;
-    }
-    for (auto& row : store.read_study_trials(sweep_id)) {
-      auto it = cell_index.find(row.cell_id);
-      if (it == cell_index.end() || !cells[it->second].open) continue;
-      const size_t t = add_trial(it->second, row.lr_index);
-      Trial& trial = trials[t];
-      if (trial.job.run_id != row.run_id) {
-        throw Error(fmt::format(
-            "study {}: stored trial {} of cell {} does not match the spec's trial {} at "
-            "lr_index {}; the base experiment changed under the study (use a new sweep name)",
-            sweep_id, row.run_id, row.cell_id, trial.job.run_id, row.lr_index));
-      }
-      trial.row = row;
-      if (row.outcome == outcome::kRunning) continue;  // runs again (or is found ended)
-      trial.phase = Phase::ended;
-      restore_ending(row.outcome, trial.view);
-      trial.view.curve = curve_of(store.read_evals(row.run_id), goal.metric);
-    }
-  }
-
-  // ---- cells
-
-  // Per cell, its row once it has its answer (what the ladder reads).
-  CellAnswers answers() const {
-    CellAnswers out(cells.size(), nullptr);
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (cells[c].open && cells[c].complete) out[c] = &cells[c].row;
-    }
-    return out;
-  }
-
-  // A ladder opens a batch only when the rule allows it, whatever the centre; otherwise a cell
-  // waits for the batch below it unless lr_center gives every centre.
-  bool ready(size_t c, const CellAnswers& answered) const {
-    if (plan.study().ladder) return ladder_allows(plan, answered, c);
-    const auto& previous = plan.cells[c].previous;
-    return plan.study().lr_center || !previous || cells[*previous].complete;
-  }
-
-  // Tells the observer once per group when its ladder stops.
-  void announce_ladder_stops() {
-    if (!plan.study().ladder) return;
-    const CellAnswers answered = answers();
-    for (const auto& cell : plan.cells) {
-      if (ladder_announced.count(cell.group) > 0) continue;
-      if (auto why = ladder_stop_of(plan, answered, cell.group)) {
-        ladder_announced.insert(cell.group);
-        observer.ladder_stopped(cell.group, *why);
-      }
-    }
-  }
-
-  double centre_of(size_t c) const {
-    if (plan.study().lr_center) return *plan.study().lr_center;
-    const auto& previous = plan.cells[c].previous;
-    if (previous && cells[*previous].row.best_lr) return *cells[*previous].row.best_lr;
-    return plan.job(c).base_lr;
-  }
-
-  int64_t cap_of(size_t c) const {
-    std::vector<ReachedPoint> reached;
-    for (size_t o = 0; o < cells.size(); ++o) {
-      const auto& other = cells[o].row;
-      if (plan.cells[o].line != plan.cells[c].line || !cells[o].complete ||
-          other.status != cell_status::kReached || other.global_batch >= plan.job(c).global_batch) {
-        continue;
-      }
-      reached.push_back({other.global_batch, *other.steps_to_target});
-    }
-    return cap_from_fit(reached, plan.job(c).global_batch, plan.cells[c].max_cap_steps);
-  }
-
-  bool open_ready_cells() {
-    bool opened = false;
-    const CellAnswers answered = answers();
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (cells[c].open || !ready(c, answered)) continue;
-      opened = true;
-      const Job& job = plan.job(c);
-      auto& row = cells[c].row;
-      row.cell_id = plan.cells[c].cell_id;
-      row.sweep_id = sweep_id;
-      row.optimizer = job.optimizer;
-      row.global_batch = job.global_batch;
-      row.seed = job.seed;
-      row.cell_toml = plan.cells[c].cell_toml;
-      row.target_metric = goal.metric;
-      row.target_value = goal.value;
-      row.lr_center = centre_of(c);
-      row.lr_factor = plan.study().lr_factor;
-      row.cap_steps = cap_of(c);
-      row.warmup_steps =
-          make_trial(plan, c, row.lr_center, row.cap_steps).derived.warmup_steps.value_or(0);
-      row.status = std::string(cell_status::kSearching);
-      store.write_study_cells({row});
-      cells[c].open = true;
-      observer.cell_opened(row, c);
-    }
-    return opened;
-  }
-
-  // Adds the trial at `lr_index` to an open cell (the caller records it as decided).
-  size_t add_trial(size_t c, int64_t lr_index) {
-    const auto& cell = cells[c].row;
-    Trial trial;
-    trial.cell = c;
-    // The rank the decisions give it (the centre, then nearer rates, the lower first), a function
-    // of lr_index alone: a resumed study, which reads its trials back by lr_index, starts its
-    // pending trials in the order an uninterrupted one would.
-    trial.order = static_cast<size_t>(2 * std::abs(lr_index) - (lr_index < 0 ? 1 : 0));
-    const double lr = lr_at(cell.lr_center, cell.lr_factor, lr_index);
-    trial.job = make_trial(plan, c, lr, cell.cap_steps);
-    trial.view.lr_index = lr_index;
-    trial.row.run_id = trial.job.run_id;
-    trial.row.cell_id = cell.cell_id;
-    trial.row.base_lr = lr;
-    trial.row.lr_index = lr_index;
-    trial.row.outcome = std::string(outcome::kRunning);
-    trial.row.cap_samples = cell.cap_steps * cell.global_batch;
-    if (by_run_id.count(trial.job.run_id) > 0) {
-      throw Error(fmt::format("study {}: trial {} decided twice (cell {}, lr_index {})", sweep_id,
-                              trial.job.run_id, cell.cell_id, lr_index));
-    }
-    trials.push_back(std::move(trial));
-    const size_t t = trials.size() - 1;
-    by_run_id[trials[t].job.run_id] = t;
-    cells[c].trials.push_back(t);
-    return t;
-  }
-
-  void complete_cell(size_t c, size_t best_position) {
-    auto& row = cells[c].row;
-    const Trial& best = trials[cells[c].trials[best_position]];
-    const auto steps = steps_to_target(best.view.curve, goal);
-    row.status = std::string(steps ? cell_status::kReached : cell_status::kCensored);
-    row.best_run_id = best.job.run_id;
-    row.best_lr = best.row.base_lr;
-    row.steps_to_target = steps;
-    if (steps) row.samples_to_target = *steps * static_cast<double>(row.global_batch);
-    row.updated_at.reset();
-    store.write_study_cells({row});
-    cells[c].complete = true;
-    observer.cell_completed(row, c);
-  }
-
-  // Cells whose trials all ended decide: more points (recorded together, in one transaction, so
-  // a resume sees all of them or none), or done.
-  bool advance_cells() {
-    bool changed = false;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (!cells[c].open || cells[c].complete) continue;
-      const BracketStep step = next_bracket_step(views(c), goal, plan.study().lr_points_max);
-      std::vector<results::StudyTrialRow> decided;
-      for (int64_t k : step.add) decided.push_back(trials[add_trial(c, k)].row);
-      store.write_study_trials(decided);
-      if (step.complete) complete_cell(c, *step.best);
-      changed = changed || !decided.empty() || step.complete;
-    }
-    return changed;
-  }
-
-  // Opens and advances cells until nothing changes: a completed cell may open the next one.
-  void settle() {
-    while (open_ready_cells() || advance_cells()) {
-    }
-    announce_ladder_stops();
-  }
-
-  // ---- trials
-
-  void absorb(const SourceEvents& events) {
-    for (const auto& u : events.updates) {
-      auto it = by_run_id.find(u.run_id);
-      if (it != by_run_id.end()) trials[it->second].view.curve = curve_of(u.evals, goal.metric);
-    }
-    for (const auto& end : events.ended) {
-      auto it = by_run_id.find(end.run_id);
-      if (it != by_run_id.end()) finish(it->second, end);
-    }
-  }
-
-  void finish(size_t t, const TrialEnd& end) {
+  for (auto& row : store.read_study_trials(sweep_id)) {
+    auto it = cell_index.find(row.cell_id);
+    if (it == cell_index.end() || !cells[it->second].open) continue;
+    const size_t t = add_trial(it->second, row.lr_index);
     Trial& trial = trials[t];
-    trial.view.curve = curve_of(end.evals, goal.metric);
-    trial.view.ended = true;
-    trial.view.run_status = end.status;
-    trial.view.stop_reason = end.stop_reason;
-    const auto result = trial_outcome(trial.view, goal);
-    if (!result) {
-      // No result: a crash after its retries or a stop the study did not ask for (the cell waits
-      // for a rerun of the study), or an interruption (it runs again).
-      trial.view.ended = false;
-      const bool again =
-          end.status != results::run_status::kFailed && end.status != results::run_status::kStopped;
-      trial.phase = again ? Phase::pending : Phase::failed;
-      observer.trial_interrupted(trial.job, end, trial.cell);
-      return;
+    if (trial.job.run_id != row.run_id) {
+      throw Error(fmt::format(
+          "study {}: stored trial {} of cell {} does not match the spec's trial {} at "
+          "lr_index {}; the base experiment changed under the study (use a new sweep name)",
+          sweep_id, row.run_id, row.cell_id, trial.job.run_id, row.lr_index));
     }
+    trial.row = row;
+    if (row.outcome == outcome::kRunning) continue;  // runs again (or is found ended)
     trial.phase = Phase::ended;
-    auto& row = trial.row;
-    const int64_t batch = trial.job.global_batch;
-    const int64_t trained =
-        end.last_step.value_or(trial.view.curve.empty() ? 0 : trial.view.curve.back().step);
-    row.outcome = *result;
-    row.last_step = trial.view.curve.empty() ? std::nullopt
-                                             : std::optional<int64_t>(trial.view.curve.back().step);
-    row.steps_to_target = steps_to_target(trial.view.curve, goal);
-    row.samples_trained = trained * batch;
-    row.reason = end.error.empty() ? std::nullopt : std::optional<std::string>(end.error);
-    if (*result == outcome::kCapped) {
-      row.reason = fmt::format("ran to the cap ({} steps) without reaching the target",
-                               cells[trial.cell].row.cap_steps);
-    }
-    row.decided_at.reset();
-    store.write_study_trials({row});
-    observer.trial_ended(trial.job, row, trial.cell);
+    restore_ending(row.outcome, trial.view);
+    trial.view.curve = curve_of(store.read_evals(row.run_id), goal.metric);
   }
+}
 
-  // The race and pruning for every running trial; a request is only ever made earlier.
-  void race_and_prune() {
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const auto& list = cells[c].trials;
-      if (list.empty()) continue;
-      const auto all = views(c);
-      for (size_t i = 0; i < list.size(); ++i) {
-        Trial& trial = trials[list[i]];
-        if (trial.phase != Phase::running) continue;
-        auto request = race_stop(all, i, goal);
-        auto pruned = prune_stop(all, i, goal, prune_rule(c));
-        if (pruned && (!request || pruned->step < request->step)) request = pruned;
-        if (!request || (trial.stop && trial.stop->step <= request->step)) continue;
-        trial.stop = request;
-        source.request_stop(trial.job.run_id, *request);
-        observer.stop_requested(trial.job, *request);
-      }
-    }
+void StudyEngine::State::absorb(const SourceEvents& events) {
+  for (const auto& u : events.updates) {
+    auto it = by_run_id.find(u.run_id);
+    if (it != by_run_id.end()) trials[it->second].view.curve = curve_of(u.evals, goal.metric);
   }
-
-  // Expected samples of a cell's first bracket (3 trials at its cap: the stored cap once open,
-  // the cap it would get now otherwise).
-  double cell_work(size_t c) const {
-    const int64_t cap = cells[c].open ? cells[c].row.cap_steps : cap_of(c);
-    return 3.0 * static_cast<double>(cap) * static_cast<double>(plan.job(c).global_batch);
+  for (const auto& end : events.ended) {
+    auto it = by_run_id.find(end.run_id);
+    if (it != by_run_id.end()) finish(it->second, end);
   }
+}
 
-  // The expected work of `c` and of every unfinished cell above it in its line.
-  double chain_work(size_t c) const {
-    double work = 0.0;
-    for (size_t o = 0; o < cells.size(); ++o) {
-      if (plan.cells[o].line != plan.cells[c].line || cells[o].complete ||
-          plan.job(o).global_batch < plan.job(c).global_batch) {
-        continue;
-      }
-      work += cell_work(o);
-    }
-    return work;
+void StudyEngine::State::finish(size_t t, const TrialEnd& end) {
+  Trial& trial = trials[t];
+  trial.view.curve = curve_of(end.evals, goal.metric);
+  trial.view.ended = true;
+  trial.view.run_status = end.status;
+  trial.view.stop_reason = end.stop_reason;
+  const auto result = trial_outcome(trial.view, goal);
+  if (!result) {
+    // No result: a crash after its retries or a stop the study did not ask for (the cell waits
+    // for a rerun of the study), or an interruption (it runs again).
+    trial.view.ended = false;
+    const bool again =
+        end.status != results::run_status::kFailed && end.status != results::run_status::kStopped;
+    trial.phase = again ? Phase::pending : Phase::failed;
+    observer.trial_interrupted(trial.job, end, trial.cell);
+    return;
   }
-
-  std::optional<size_t> next_pending() const {
-    std::vector<size_t> ids;
-    std::vector<PendingTrial> pending;
-    std::map<size_t, double> chains;  // per cell: computed once per call
-    for (size_t t = 0; t < trials.size(); ++t) {
-      if (trials[t].phase != Phase::pending) continue;
-      const size_t c = trials[t].cell;
-      if (policy == SchedulePolicy::shortest_study && chains.count(c) == 0) {
-        chains[c] = chain_work(c);
-      }
-      ids.push_back(t);
-      pending.push_back({c, trials[t].order, chains[c],
-                         static_cast<double>(cells[c].row.cap_steps * cells[c].row.global_batch)});
-    }
-    const auto next = next_trial(pending, policy);
-    return next ? std::optional<size_t>(ids[*next]) : std::nullopt;
+  trial.phase = Phase::ended;
+  auto& row = trial.row;
+  const int64_t batch = trial.job.global_batch;
+  const int64_t trained =
+      end.last_step.value_or(trial.view.curve.empty() ? 0 : trial.view.curve.back().step);
+  row.outcome = *result;
+  row.last_step = trial.view.curve.empty() ? std::nullopt
+                                           : std::optional<int64_t>(trial.view.curve.back().step);
+  row.steps_to_target = steps_to_target(trial.view.curve, goal);
+  row.samples_trained = trained * batch;
+  row.reason = end.error.empty() ? std::nullopt : std::optional<std::string>(end.error);
+  if (*result == outcome::kCapped) {
+    row.reason = fmt::format("ran to the cap ({} steps) without reaching the target",
+                             cells[trial.cell].row.cap_steps);
   }
+  row.decided_at.reset();
+  store.write_study_trials({row});
+  observer.trial_ended(trial.job, row, trial.cell);
+}
 
-  void launch() {
-    while (!source.stopping() && source.running() < source.slots()) {
-      const auto t = next_pending();
-      if (!t) return;
-      Trial& trial = trials[*t];
-      trial.stop = race_stop(views(trial.cell), position_in_cell(*t), goal);
-      trial.phase = Phase::running;
-      ++summary.started;
-      observer.trial_started(trial.job, trial.row, trial.cell);
-      source.start(trial.job, trial.stop);
+// The race and pruning for every running trial; a request is only ever made earlier.
+void StudyEngine::State::race_and_prune() {
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const auto& list = cells[c].trials;
+    if (list.empty()) continue;
+    const auto all = views(c);
+    for (size_t i = 0; i < list.size(); ++i) {
+      Trial& trial = trials[list[i]];
+      if (trial.phase != Phase::running) continue;
+      auto request = race_stop(all, i, goal);
+      auto pruned = prune_stop(all, i, goal, prune_rule(c));
+      if (pruned && (!request || pruned->step < request->step)) request = pruned;
+      if (!request || (trial.stop && trial.stop->step <= request->step)) continue;
+      trial.stop = request;
+      source.request_stop(trial.job.run_id, *request);
+      observer.stop_requested(trial.job, *request);
     }
   }
+}
 
-  bool can_progress() const {
-    if (source.running() > 0) return true;
-    return !source.stopping() && next_pending().has_value();
-  }
+// Expected samples of a cell's first bracket (3 trials at its cap: the stored cap once open,
+// the cap it would get now otherwise).
+double StudyEngine::State::cell_work(size_t c) const {
+  const int64_t cap = cells[c].open ? cells[c].row.cap_steps : cap_of(c);
+  return 3.0 * static_cast<double>(cap) * static_cast<double>(plan.job(c).global_batch);
+}
 
-  void summarize() {
-    summary.cells = cells.size();
-    summary.trials = trials.size();
-    summary.stopped = source.stopping();
-    const CellAnswers answered = answers();
-    for (size_t i = 0; i < cells.size(); ++i) {
-      const auto& c = cells[i];
-      if (c.complete && c.row.status == cell_status::kReached) ++summary.reached;
-      if (c.complete && c.row.status == cell_status::kCensored) ++summary.censored;
-      if (c.complete) continue;
-      if (!c.open && ladder_closed(plan, answered, i)) {
-        ++summary.beyond_ladder;
-      } else {
-        ++summary.searching;
-      }
+// The expected work of `c` and of every unfinished cell above it in its line.
+double StudyEngine::State::chain_work(size_t c) const {
+  double work = 0.0;
+  for (size_t o = 0; o < cells.size(); ++o) {
+    if (plan.cells[o].line != plan.cells[c].line || cells[o].complete ||
+        plan.job(o).global_batch < plan.job(c).global_batch) {
+      continue;
     }
-    for (const auto& t : trials) {
-      if (t.phase == Phase::failed) ++summary.unfinished;
-      summary.samples_trained += t.row.samples_trained.value_or(0);
-      summary.cap_samples += t.row.cap_samples.value_or(0);
+    work += cell_work(o);
+  }
+  return work;
+}
+
+std::optional<size_t> StudyEngine::State::next_pending() const {
+  std::vector<size_t> ids;
+  std::vector<PendingTrial> pending;
+  std::map<size_t, double> chains;  // per cell: computed once per call
+  for (size_t t = 0; t < trials.size(); ++t) {
+    if (trials[t].phase != Phase::pending) continue;
+    const size_t c = trials[t].cell;
+    if (policy == SchedulePolicy::shortest_study && chains.count(c) == 0) {
+      chains[c] = chain_work(c);
+    }
+    ids.push_back(t);
+    pending.push_back({c, trials[t].order, chains[c],
+                       static_cast<double>(cells[c].row.cap_steps * cells[c].row.global_batch)});
+  }
+  const auto next = next_trial(pending, policy);
+  return next ? std::optional<size_t>(ids[*next]) : std::nullopt;
+}
+
+void StudyEngine::State::launch() {
+  while (!source.stopping() && source.running() < source.slots()) {
+    const auto t = next_pending();
+    if (!t) return;
+    Trial& trial = trials[*t];
+    trial.stop = race_stop(views(trial.cell), position_in_cell(*t), goal);
+    trial.phase = Phase::running;
+    ++summary.started;
+    observer.trial_started(trial.job, trial.row, trial.cell);
+    source.start(trial.job, trial.stop);
+  }
+}
+
+bool StudyEngine::State::can_progress() const {
+  if (source.running() > 0) return true;
+  return !source.stopping() && next_pending().has_value();
+}
+
+void StudyEngine::State::summarize() {
+  summary.cells = cells.size();
+  summary.trials = trials.size();
+  summary.stopped = source.stopping();
+  const CellAnswers answered = answers();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto& c = cells[i];
+    if (c.complete && c.row.status == cell_status::kReached) ++summary.reached;
+    if (c.complete && c.row.status == cell_status::kCensored) ++summary.censored;
+    if (c.complete) continue;
+    if (!c.open && ladder_closed(plan, answered, i)) {
+      ++summary.beyond_ladder;
+    } else {
+      ++summary.searching;
     }
   }
-};
+  for (const auto& t : trials) {
+    if (t.phase == Phase::failed) ++summary.unfinished;
+    summary.samples_trained += t.row.samples_trained.value_or(0);
+    summary.cap_samples += t.row.cap_samples.value_or(0);
+  }
+}
 
 StudyEngine::StudyEngine(const StudyPlan& plan, results::Store& store, std::string sweep_id,
                          TrialSource& source, StudyObserver& observer, SchedulePolicy policy)
