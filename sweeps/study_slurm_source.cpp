@@ -11,6 +11,7 @@
 #include "results/errors.h"
 #include "results/query.h"
 #include "sweeps/process.h"
+#include "sweeps/study_trial_source.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::sweeps::study {
@@ -19,39 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-std::optional<double> slurm_real(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  try {
-    return std::stod(*text);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// A trial's evaluations from its published snapshot (nullopt before the first one).
-std::optional<std::vector<results::EvalRow>> read_published_evals(const std::string& records,
-                                                                  const std::string& run_id) {
-  std::error_code ec;
-  if (!fs::exists(records, ec)) return std::nullopt;
-  try {
-    const auto result = results::query_readonly(
-        records, "SELECT step, val_acc, val_loss FROM evals WHERE run_id = ?1 ORDER BY step",
-        {run_id});
-    std::vector<results::EvalRow> rows;
-    for (const auto& r : result.rows) {
-      results::EvalRow row;
-      row.run_id = run_id;
-      row.step = r[0] ? std::stoll(*r[0]) : 0;
-      row.val_acc = slurm_real(r[1]);
-      row.val_loss = slurm_real(r[2]);
-      rows.push_back(std::move(row));
-    }
-    return rows;
-  } catch (const results::StoreError&) {
-    return std::nullopt;  // a snapshot without tables yet
-  }
-}
 
 void write_text(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
@@ -254,7 +222,7 @@ struct SlurmTrialSource::Impl {
     for (auto& [run_id, t] : tracked) {
       if (now < t.next_read) continue;
       t.next_read = now + options.curve_interval;
-      auto evals = read_published_evals(layout.records_path(run_id), run_id);
+      auto evals = read_trial_evals(layout.records_path(run_id), run_id);
       if (!evals) continue;
       check_stop_answered(t, *evals, now);
       events.updates.push_back({run_id, std::move(*evals)});

@@ -28,10 +28,10 @@ std::optional<double> real(const std::optional<std::string>& text) {
   }
 }
 
-// A running trial's evaluations, read from its own records file without writing to it. Nothing
-// (yet) while the job is still creating the file.
-std::optional<std::vector<results::EvalRow>> read_running_evals(const std::string& records,
-                                                                const std::string& run_id) {
+}  // namespace
+
+std::optional<std::vector<results::EvalRow>> read_trial_evals(const std::string& records,
+                                                              const std::string& run_id) {
   std::error_code ec;
   if (!fs::exists(records, ec)) return std::nullopt;
   try {
@@ -52,8 +52,6 @@ std::optional<std::vector<results::EvalRow>> read_running_evals(const std::strin
     return std::nullopt;  // no tables yet, or a moment's lock: the next read gets them
   }
 }
-
-}  // namespace
 
 struct ProcessTrialSource::Impl {
   struct Slot {
@@ -207,7 +205,7 @@ struct ProcessTrialSource::Impl {
     for (auto& slot : slots) {
       if (!slot || now < slot->next_read) continue;
       slot->next_read = now + options.curve_interval;
-      auto evals = read_running_evals(layout.records_path(slot->job.run_id), slot->job.run_id);
+      auto evals = read_trial_evals(layout.records_path(slot->job.run_id), slot->job.run_id);
       if (evals) events.updates.push_back({slot->job.run_id, std::move(*evals)});
     }
   }

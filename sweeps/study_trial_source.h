@@ -30,6 +30,13 @@ struct ProcessSourceOptions {
   std::chrono::milliseconds curve_interval{250};  // how often running trials' evals are read
 };
 
+// A trial's evaluations (step, val_acc, val_loss), read from its records file without writing to
+// it: the live file of a local trial (SQLite WAL: the reader neither blocks nor is blocked by the
+// job) or the published snapshot of a Slurm one. nullopt while the file or its tables do not exist
+// yet.
+std::optional<std::vector<results::EvalRow>> read_trial_evals(const std::string& records,
+                                                              const std::string& run_id);
+
 class ProcessTrialSource : public TrialSource {
  public:
   // `metric` is the study's (val_acc or val_loss): the column read from the records files.
