@@ -5,7 +5,8 @@
 #   1. options the cluster refuses (a partition that does not exist, GPUs it does not have): exit 2
 #      naming the option, nothing submitted, no database, no run folders;
 #   2. one trial job cancelled with scancel mid-run: the coordinator submits it again and it resumes
-#      from the checkpoint it wrote (its log says from which step; attempts = 2);
+#      from the checkpoint it wrote (its log says from which step; attempts = 2); another requeued
+#      by Slurm (scontrol requeue): the same job runs again and resumes;
 #   3. the coordinator job cancelled mid-study, then submitted again: it adopts or folds the
 #      trials of the first one and finishes;
 #   4. the same cells, trials and answers as the local run (run ids, outcomes, rate indices, steps
@@ -127,27 +128,43 @@ done
 db="$work/slurm/results/$name.db"
 "${submit[@]}"
 
-# 2. Cancel a running trial once its published records show progress short of its cap.
-cancelled=""
-deadline=$((SECONDS + 180))
-while [[ -z "$cancelled" ]]; do
-  (( SECONDS < deadline )) || fail "no trial was caught running within 3 minutes"
+# 2. A running trial, once its published records show progress short of its cap (not `skip`):
+#    prints "RUN JOB STEP".
+running_trial() {
+  local skip=$1 job f run records step
   for job in $(squeue -h -t RUNNING --name="batchlab-$name" -o '%A'); do
     for f in runs/$name/*/slurm_job; do
       [[ -f "$f" && "$(cat "$f")" == "$job" ]] || continue
       run=$(basename "$(dirname "$f")")
       records="runs/$name/$run/records.db"
-      [[ -f "$records" ]] || continue
+      [[ -f "$records" && "$run" != "$skip" ]] || continue
       step=$(q "$records" "SELECT coalesce(max(step), 0) FROM steps" 2>/dev/null || echo 0)
       if [[ "$step" -gt 0 && "$step" -lt 200 ]]; then
-        scancel "$job"
-        cancelled=$run
-        echo "cancelled trial $run (Slurm job $job) at step $step or later"
+        echo "$run $job $step"
+        return 0
       fi
     done
   done
-  sleep 0.1
-done
+  return 1
+}
+catch_trial() {
+  local deadline=$((SECONDS + 180))
+  until caught=$(running_trial "$1"); do
+    (( SECONDS < deadline )) || fail "no trial was caught running within 3 minutes"
+    sleep 0.1
+  done
+}
+# One cancelled with scancel: the coordinator submits it again (a new job) and it resumes.
+catch_trial ""
+read -r cancelled job step <<<"$caught"
+scancel "$job"
+echo "cancelled trial $cancelled (Slurm job $job) at step $step or later"
+# Another requeued by Slurm itself (as preemption with PreemptMode=REQUEUE does): the same job
+# runs again and resumes; the coordinator only sees it stay in the queue.
+catch_trial "$cancelled"
+read -r requeued rjob rstep <<<"$caught"
+scontrol requeue "$rjob"
+echo "requeued trial $requeued (Slurm job $rjob) at step $rstep or later"
 
 # 3. Once 6 trials have their outcome, cancel the coordinator; then submit the study again.
 deadline=$((SECONDS + 240))
@@ -196,6 +213,12 @@ resumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$cancelled/log.txt" | h
 [[ -n "$resumed" && "$resumed" != "resumed from step 0" ]] ||
   fail "the cancelled trial did not resume from a checkpoint: $(tail -n 20 "runs/$name/$cancelled/log.txt")"
 echo "the cancelled trial $cancelled: $resumed"
+rresumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$requeued/log.txt" | head -n 1)
+[[ -n "$rresumed" && "$rresumed" != "resumed from step 0" ]] ||
+  fail "the requeued trial did not resume: $(tail -n 20 "runs/$name/$requeued/log.txt")"
+[[ "$(grep -c "(Slurm job $rjob)" "runs/$name/$requeued/log.txt")" -ge 2 ]] ||
+  fail "the requeued trial should have run twice as Slurm job $rjob"
+echo "the requeued trial $requeued: $rresumed"
 "${submit[@]}" | grep -q "nothing to submit" || fail "a finished study should have nothing to submit"
 "$bl" report --db "$db" > report.txt || fail "batchlab report failed on the published database"
 echo "PASS: the Slurm-run study matches the local one; a cancelled trial resumed, a cancelled coordinator was replaced, no trial ran twice"
