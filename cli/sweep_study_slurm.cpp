@@ -275,7 +275,8 @@ int cmd_sweep_slurm_coordinator(const std::vector<std::string>& argv) {
   fs::create_directories(local_dir);
   const std::string local = (fs::path(local_dir) / fs::path(shared).filename()).string();
   std::error_code ec;
-  if (fs::exists(shared, ec)) fs::copy_file(shared, local, fs::copy_options::overwrite_existing);
+  // A consistent copy, whatever journal the file was left in (a local `sweep run` leaves WAL).
+  if (fs::exists(shared, ec)) results::snapshot_database(shared, local);
   fs::create_directories(fs::absolute(shared).parent_path(), ec);
   ctx.spec.results = local;
   sweeps::SweepRecords records(ctx.spec, ctx.layout);

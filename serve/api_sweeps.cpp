@@ -106,6 +106,26 @@ void finish(SweepTally& t, double now) {
   }
 }
 
+// A study's cells by status and trials by outcome, as `sweep status` counts them; nothing for a
+// sweep without study rows.
+void add_study_progress(results::Connection& db, json& entry, const std::string& sweep_id) {
+  results::Statement cells(db,
+                           "SELECT status, count(*) FROM study_cells WHERE sweep_id = ?1 "
+                           "GROUP BY status ORDER BY status");
+  cells.bind_text(1, sweep_id);
+  json by_status = json::object();
+  while (cells.step()) by_status[cells.column_text(0)] = cells.column_int64(1);
+  if (by_status.empty()) return;
+  results::Statement trials(db,
+                            "SELECT t.outcome, count(*) FROM study_trials t JOIN study_cells c "
+                            "ON c.cell_id = t.cell_id WHERE c.sweep_id = ?1 GROUP BY t.outcome "
+                            "ORDER BY t.outcome");
+  trials.bind_text(1, sweep_id);
+  json by_outcome = json::object();
+  while (trials.step()) by_outcome[trials.column_text(0)] = trials.column_int64(1);
+  entry["study"] = {{"cells", by_status}, {"trials", by_outcome}};
+}
+
 }  // namespace
 
 nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, double now_unix_s) {
@@ -147,6 +167,7 @@ nlohmann::json sweeps_endpoint(results::Connection& db, const Query& query, doub
   for (const auto& id : order) {
     SweepTally& t = tallies[id];
     finish(t, now_unix_s);
+    if (!id.empty()) add_study_progress(db, t.entry, id);
     out["sweeps"].push_back(std::move(t.entry));
   }
   return out;

@@ -374,6 +374,13 @@ function sweepCard(s, current) {
       h('div', null, h('span', { text: 'started' }), h('b', { text: s.started_at ? fmtTime(s.started_at) :
         isNum(s.started_at_unix) ? fmtTime(new Date(s.started_at_unix * 1000).toISOString()) : '–' }))),
   ];
+  // A study: its cells by status and its trials by outcome (what `sweep status` counts).
+  if (s.study) {
+    const counts = (o) => Object.entries(o || {}).map(([k, n]) => n + ' ' + k).join(' · ') || 'none yet';
+    kids.push(h('div', { class: 'kv study-progress' },
+      h('div', null, h('span', { text: 'study cells' }), h('b', { text: counts(s.study.cells) })),
+      h('div', null, h('span', { text: 'trials' }), h('b', { text: counts(s.study.trials) }))));
+  }
   // A Slurm-run sweep or study: the jobs of its runs that may still take steps.
   const jobs = s.scheduler_jobs || [];
   if (jobs.length) {
@@ -381,7 +388,7 @@ function sweepCard(s, current) {
     kids.push(h('div', { class: 'slurm-jobs' }, jobs.map((j) =>
       h('span', { class: 'badge bg-' + (j.state === 'running' ? 'running' : 'planned'), title: 'run ' + j.run_id + ': ' + j.state },
         h('span', { class: 'mono', text: j.job }), ' ' + j.state + ' ',
-        h('a', { href: writeHash(Object.assign({}, S, { view: 'curves', sweep: sweepKey(s), runs: [j.run_id] })), class: 'mono', text: shortId(j.run_id) })))));
+        h('a', { href: writeHash(Object.assign({}, S, { view: 'curves', sweep: sweepKey(s), runs: [j.run_id] })), class: 'mono', style: { color: 'inherit' }, text: shortId(j.run_id) })))));
   }
   const probs = s.problems || [];
   kids.push(h('h3', null, probs.length ? 'Problems (' + probs.length + ')' : 'Problems: none'));

@@ -244,7 +244,7 @@ TEST(ServeApi, SweepsCountRunsByStatusAndListTheDivergences) {
   }
 }
 
-TEST(ServeApi, SweepsListTheSlurmJobsOfRunsThatMayStillTakeSteps) {
+TEST(ServeApi, SweepsListTheSlurmJobsOfRunsThatMayStillTakeStepsAndAStudysProgress) {
   cli::testing::TempDir dir{"servejobs"};
   const std::string path = (dir.path / "jobs.db").string();
   {
@@ -262,6 +262,28 @@ TEST(ServeApi, SweepsListTheSlurmJobsOfRunsThatMayStillTakeSteps) {
       store.upsert_run(row);
       if (job != nullptr) store.set_scheduler_job(id, job);
     }
+    // A study's cell, searching, with one trial ended and one running.
+    results::StudyCellRow cell;
+    cell.cell_id = "c1";
+    cell.sweep_id = "s";
+    cell.optimizer = "adamw";
+    cell.global_batch = 64;
+    cell.cell_toml = "x";
+    cell.target_metric = "val_acc";
+    cell.target_value = 0.8;
+    cell.lr_center = 0.01;
+    cell.lr_factor = 2.0;
+    cell.cap_steps = 100;
+    store.write_study_cells({cell});
+    results::StudyTrialRow reached, running;
+    reached.run_id = "c";
+    reached.cell_id = "c1";
+    reached.outcome = "reached";
+    running.run_id = "b";
+    running.cell_id = "c1";
+    running.outcome = "running";
+    running.lr_index = 1;
+    store.write_study_trials({reached, running});
   }
   DashboardDb db(path);
   const json out =
@@ -271,6 +293,8 @@ TEST(ServeApi, SweepsListTheSlurmJobsOfRunsThatMayStillTakeSteps) {
   ASSERT_EQ(jobs.size(), 2u) << jobs.dump();  // c has ended, d is not a Slurm run
   EXPECT_EQ(jobs[0], json({{"job", "41_0"}, {"run_id", "a"}, {"state", "queued"}}));
   EXPECT_EQ(jobs[1], json({{"job", "42_0"}, {"run_id", "b"}, {"state", "running"}}));
+  EXPECT_EQ(out["sweeps"][0]["study"],
+            json({{"cells", {{"searching", 1}}}, {"trials", {{"reached", 1}, {"running", 1}}}}));
 }
 
 TEST(ServeApi, MilestonesReportAndStudy) {
