@@ -291,8 +291,14 @@ int print_study_status(const SweepContext& ctx) {
     fmt::print("  not started\n");
     return kExitOk;
   }
-  // Fold what trials left behind when no coordinator runs (its own lock says so).
-  if (std::filesystem::exists(ctx.layout.root(), ec)) {
+  // Fold what trials left behind when no coordinator runs: its lock says so, and for a Slurm-run
+  // study the queue too (the coordinator's host may not share this host's file locks), whose
+  // database is its published snapshot, overwritten by its next publication.
+  const std::string slurm_coordinator = live_study_coordinator(ctx);
+  if (!slurm_coordinator.empty()) {
+    fmt::print("  (its coordinator is Slurm job {}: this is its last published database)\n",
+               slurm_coordinator);
+  } else if (std::filesystem::exists(ctx.layout.root(), ec)) {
     if (auto lock = try_coordinator_lock(ctx.layout, "status")) {
       sweeps::SweepRecords records(ctx.spec, ctx.layout);
       sweeps::Plan trials;

@@ -49,9 +49,9 @@ std::vector<std::string> coordinator_jobs(const SweepContext& ctx) {
   return ids;
 }
 
-// The coordinator job queued or running now ("" for none; the last submitted one when squeue
-// cannot be asked, so that a second coordinator is never submitted beside a live one).
-std::string live_coordinator(const SweepContext& ctx) {
+}  // namespace
+
+std::string live_study_coordinator(const SweepContext& ctx) {
   const auto ids = coordinator_jobs(ctx);
   if (ids.empty()) return "";
   const auto queue = sweeps::slurm_queue({coordinator_job_name(ctx.spec.name)});
@@ -61,6 +61,8 @@ std::string live_coordinator(const SweepContext& ctx) {
   }
   return "";
 }
+
+namespace {
 
 // The words that hand `settings` to the coordinator job (parsed back by slurm_submit_settings).
 std::vector<std::string> coordinator_words(const SlurmSubmitSettings& s) {
@@ -226,7 +228,7 @@ int submit_study_slurm(const SweepContext& ctx, const std::string& spec_path,
   if (!dry_run) {
     sweeps::check_slurm_resources(settings.jobs, "the study's trial jobs");
     sweeps::check_slurm_resources(coordinator_options(settings), "the study's coordinator job");
-    if (const auto live = live_coordinator(ctx); !live.empty()) {
+    if (const auto live = live_study_coordinator(ctx); !live.empty()) {
       fmt::print(
           "study {}: its coordinator is queued or running as Slurm job {}; nothing to "
           "submit (`batchlab sweep status {}` shows its progress)\n",

@@ -54,6 +54,11 @@ int cmd_sweep_slurm_coordinator(const std::vector<std::string>& argv);
 // when it was never submitted to Slurm).
 void print_study_slurm_jobs(const SweepContext& ctx);
 
+// The study's coordinator job queued or running now ("" for none or never submitted; the last
+// submitted one when squeue cannot be asked, so that a second coordinator is never started beside
+// a live one).
+std::string live_study_coordinator(const SweepContext& ctx);
+
 // Run ids of the study's trials queued or running in Slurm (empty when none or never submitted;
 // every submitted one when squeue cannot be asked).
 std::set<std::string> study_trials_in_slurm(const SweepContext& ctx);

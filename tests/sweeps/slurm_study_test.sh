@@ -173,6 +173,8 @@ until [[ -f "$db" && "$(q "$db" "SELECT count(*) FROM study_trials WHERE outcome
   sleep 1
 done
 first=$(tail -n 1 "runs/$name/slurm/coordinator.txt")
+"$bl" sweep status spec.toml | grep -q "its coordinator is Slurm job $first" ||
+  fail "sweep status does not name the running coordinator job"
 scancel "$first"
 deadline=$((SECONDS + 60))
 while squeue -h -j "$first" 2>/dev/null | grep -q .; do
