@@ -70,19 +70,6 @@ struct SlurmTrialSource::Impl {
     if (options.slurm.job_name.empty()) options.slurm.job_name = "batchlab-" + sweep_name;
   }
 
-  TrialEnd end_from_database(const std::string& run_id) {
-    TrialEnd end;
-    end.run_id = run_id;
-    if (auto run = records.store().get_run(run_id)) {
-      end.status = run->status;
-      end.error = run->error.value_or("");
-      end.stop_reason = run->stop_reason;
-      end.last_step = run->last_step;
-    }
-    end.evals = records.store().read_evals(run_id);
-    return end;
-  }
-
   // The job ids of this study's queue; nullopt when squeue cannot be asked now.
   std::optional<std::set<std::string>> queued_jobs() {
     const auto queue = slurm_queue({options.slurm.job_name});
@@ -115,7 +102,7 @@ struct SlurmTrialSource::Impl {
     layout.write_config(trial.run_id, trial.config_toml);
     if (auto folded = records.ingest(trial.run_id, std::nullopt);
         folded && is_settled(folded->status)) {
-      found.push_back(end_from_database(trial.run_id));
+      found.push_back(trial_end_from(records.store(), trial.run_id));
       return;
     }
     Tracked t;
@@ -147,7 +134,7 @@ struct SlurmTrialSource::Impl {
         std::chrono::duration_cast<std::chrono::seconds>(options.stop_grace).count(), t.slurm_job);
     records.store().set_run_status(t.job.run_id, results::run_status::kStopped, error, std::nullopt,
                                    t.stop->reason);
-    events.ended.push_back(end_from_database(t.job.run_id));
+    events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
   }
 
   // A trial whose job left the queue: its result, or a new submission.
@@ -160,7 +147,7 @@ struct SlurmTrialSource::Impl {
       return;
     }
     if (is_settled(status)) {
-      events.ended.push_back(end_from_database(t.job.run_id));
+      events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
       return;
     }
     // No result: preempted, cancelled (both record `preempted`), killed before its last snapshot
@@ -184,7 +171,7 @@ struct SlurmTrialSource::Impl {
       return;
     }
     observer.finished(event);
-    TrialEnd end = end_from_database(t.job.run_id);
+    TrialEnd end = trial_end_from(records.store(), t.job.run_id);
     // No result and no crash (planned, running, preempted): the engine runs it again later.
     if (!is_settled(end.status) && end.status != results::run_status::kFailed) {
       end.status = std::string(results::run_status::kPreempted);

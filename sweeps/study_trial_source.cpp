@@ -53,6 +53,19 @@ std::optional<std::vector<results::EvalRow>> read_trial_evals(const std::string&
   }
 }
 
+TrialEnd trial_end_from(results::Store& store, const std::string& run_id) {
+  TrialEnd end;
+  end.run_id = run_id;
+  if (auto run = store.get_run(run_id)) {
+    end.status = run->status;
+    end.error = run->error.value_or("");
+    end.stop_reason = run->stop_reason;
+    end.last_step = run->last_step;
+  }
+  end.evals = store.read_evals(run_id);
+  return end;
+}
+
 struct ProcessTrialSource::Impl {
   struct Slot {
     Job job;
@@ -90,19 +103,6 @@ struct ProcessTrialSource::Impl {
     size_t n = 0;
     for (const auto& s : slots) n += s ? 1 : 0;
     return n;
-  }
-
-  TrialEnd end_from_database(const std::string& run_id) {
-    TrialEnd end;
-    end.run_id = run_id;
-    if (auto run = records.store().get_run(run_id)) {
-      end.status = run->status;
-      end.error = run->error.value_or("");
-      end.stop_reason = run->stop_reason;
-      end.last_step = run->last_step;
-    }
-    end.evals = records.store().read_evals(run_id);
-    return end;
   }
 
   // With the trial's lock: starts it on a free worker, or finds it already ended.
@@ -175,7 +175,7 @@ struct ProcessTrialSource::Impl {
       return;
     }
     observer.finished(event);
-    events.ended.push_back(end_from_database(slot.job.run_id));
+    events.ended.push_back(trial_end_from(records.store(), slot.job.run_id));
     slots[worker].reset();
   }
 
@@ -261,7 +261,7 @@ SourceEvents ProcessTrialSource::poll() {
   Impl& s = *impl_;
   SourceEvents events;
   s.handle_stop_requests();
-  for (const auto& id : s.found_done) events.ended.push_back(s.end_from_database(id));
+  for (const auto& id : s.found_done) events.ended.push_back(trial_end_from(s.records.store(), id));
   s.found_done.clear();
   for (auto& end : s.found_ended) events.ended.push_back(std::move(end));
   s.found_ended.clear();

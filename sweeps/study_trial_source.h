@@ -37,6 +37,10 @@ struct ProcessSourceOptions {
 std::optional<std::vector<results::EvalRow>> read_trial_evals(const std::string& records,
                                                               const std::string& run_id);
 
+// A trial's end as the sweep database holds it once its records were folded: status, error, stop
+// reason, last step and evaluation rows.
+TrialEnd trial_end_from(results::Store& store, const std::string& run_id);
+
 class ProcessTrialSource : public TrialSource {
  public:
   // `metric` is the study's (val_acc or val_loss): the column read from the records files.
