@@ -171,9 +171,7 @@ std::map<std::string, std::vector<std::string>> slurm_submissions(const RunLayou
 
 std::set<std::string> slurm_submitted_runs(const RunLayout& layout) {
   std::set<std::string> out;
-  for (const auto& [id, tasks] : submissions(layout)) {
-    for (const auto& dir : read_lines(tasks)) out.insert(fs::path(dir).filename().string());
-  }
+  for (const auto& [id, runs] : slurm_submissions(layout)) out.insert(runs.begin(), runs.end());
   return out;
 }
 

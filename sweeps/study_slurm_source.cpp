@@ -48,6 +48,8 @@ struct SlurmTrialSource::Impl {
     int requeues = 0;
     int crashes = 0;
     Clock::time_point next_read;
+    std::optional<fs::file_time_type> read_version;   // the published records last read
+    std::optional<int64_t> published_step;            // their last evaluation's step
     std::optional<StopRequest> stop;                  // the latest request written for it
     std::optional<Clock::time_point> stop_due_since;  // first seen past the requested step
     bool cancelled_for_stop = false;
@@ -110,10 +112,14 @@ struct SlurmTrialSource::Impl {
     t.slurm_job = trial_slurm_job(layout, trial.run_id);
     t.attempt = recorded_attempts(trial.run_id);
     t.next_read = Clock::now();
-    // When squeue does not answer, a recorded job counts as alive: submitting it again could run
-    // the trial twice, and the next look at the queue settles it either way.
-    const auto queued = queued_jobs();
-    const bool adopt = !t.slurm_job.empty() && (!queued || queued->count(t.slurm_job) > 0);
+    // A job recorded by an earlier coordinator is adopted while it is in the queue. When squeue
+    // does not answer it counts as alive: submitting it again could run the trial twice, and the
+    // next look at the queue settles it either way.
+    bool adopt = false;
+    if (!t.slurm_job.empty()) {
+      const auto queued = queued_jobs();
+      adopt = !queued || queued->count(t.slurm_job) > 0;
+    }
     if (!adopt) {
       std::error_code ec;
       fs::remove(layout.stop_path(trial.run_id), ec);
@@ -137,18 +143,18 @@ struct SlurmTrialSource::Impl {
     events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
   }
 
-  // A trial whose job left the queue: its result, or a new submission.
-  void ended(Tracked& t, SourceEvents& events, bool& keep) {
+  // A trial whose job left the queue: its result, or a new submission. True while it is tracked
+  // (submitted again).
+  bool ended(Tracked& t, SourceEvents& events) {
     const auto folded = records.ingest(t.job.run_id, t.attempt);
     const std::string status = folded ? folded->status : "";
-    keep = false;
     if (t.cancelled_for_stop && !is_settled(status)) {
       record_forced_stop(t, events);
-      return;
+      return false;
     }
     if (is_settled(status)) {
       events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
-      return;
+      return false;
     }
     // No result: preempted, cancelled (both record `preempted`), killed before its last snapshot
     // (still `running`, or no records at all), or crashed (`failed`).
@@ -167,8 +173,7 @@ struct SlurmTrialSource::Impl {
       event.retry = true;
       observer.finished(event);
       submit(t);
-      keep = true;
-      return;
+      return true;
     }
     observer.finished(event);
     TrialEnd end = trial_end_from(records.store(), t.job.run_id);
@@ -177,6 +182,7 @@ struct SlurmTrialSource::Impl {
       end.status = std::string(results::run_status::kPreempted);
     }
     events.ended.push_back(std::move(end));
+    return false;
   }
 
   // The coordinator stops: every trial goes on in Slurm, reported to the engine as interrupted.
@@ -198,8 +204,7 @@ struct SlurmTrialSource::Impl {
     const auto queued = queued_jobs();
     if (!queued) return;  // squeue did not answer: decide nothing now
     for (auto it = tracked.begin(); it != tracked.end();) {
-      bool keep = true;
-      if (queued->count(it->second.slurm_job) == 0) ended(it->second, events, keep);
+      const bool keep = queued->count(it->second.slurm_job) > 0 || ended(it->second, events);
       it = keep ? std::next(it) : tracked.erase(it);
     }
   }
@@ -207,24 +212,35 @@ struct SlurmTrialSource::Impl {
   void read_curves(SourceEvents& events) {
     const auto now = Clock::now();
     for (auto& [run_id, t] : tracked) {
-      if (now < t.next_read) continue;
-      t.next_read = now + options.curve_interval;
-      auto evals = read_trial_evals(layout.records_path(run_id), run_id);
-      if (!evals) continue;
-      check_stop_answered(t, *evals, now);
-      events.updates.push_back({run_id, std::move(*evals)});
-      try {
-        records.ingest(run_id, t.attempt, /*series=*/false);  // progress for `sweep status`
-      } catch (const results::StoreError&) {
+      if (now >= t.next_read) {
+        t.next_read = now + options.curve_interval;
+        read_published(run_id, t, events);
       }
+      check_stop_answered(t, now);
+    }
+  }
+
+  // The trial's published records, once per snapshot (it publishes every --snapshot-every s).
+  void read_published(const std::string& run_id, Tracked& t, SourceEvents& events) {
+    std::error_code ec;
+    const auto version = fs::last_write_time(layout.records_path(run_id), ec);
+    if (ec || (t.read_version && *t.read_version == version)) return;
+    auto evals = read_trial_evals(layout.records_path(run_id), run_id);
+    if (!evals) return;
+    t.read_version = version;
+    if (!evals->empty()) t.published_step = evals->back().step;
+    events.updates.push_back({run_id, std::move(*evals)});
+    try {
+      records.ingest(run_id, t.attempt, /*series=*/false);  // progress for `sweep status`
+    } catch (const results::StoreError&) {
     }
   }
 
   // A trial whose published evaluations reached its requested step must end soon after (it reads
-  // the stop file after every evaluation); past the grace, it is cancelled.
-  void check_stop_answered(Tracked& t, const std::vector<results::EvalRow>& evals,
-                           Clock::time_point now) {
-    if (!t.stop || t.cancelled_for_stop || evals.empty() || evals.back().step < t.stop->step) {
+  // the stop file after every evaluation); past the grace, it is cancelled. Checked on every pass:
+  // a hung trial publishes nothing more.
+  void check_stop_answered(Tracked& t, Clock::time_point now) {
+    if (!t.stop || t.cancelled_for_stop || !t.published_step || *t.published_step < t.stop->step) {
       return;
     }
     if (!t.stop_due_since) t.stop_due_since = now;
@@ -233,8 +249,8 @@ struct SlurmTrialSource::Impl {
     t.cancelled_for_stop = true;
   }
 
-  void maybe_publish(bool now) {
-    if (!options.publish || (!now && Clock::now() < next_publish)) return;
+  void maybe_publish() {
+    if (!options.publish || Clock::now() < next_publish) return;
     next_publish = Clock::now() + options.publish_interval;
     options.publish();
   }
@@ -283,7 +299,7 @@ SourceEvents SlurmTrialSource::poll() {
     s.check_queue(events);
     s.read_curves(events);
   }
-  s.maybe_publish(/*now=*/false);
+  s.maybe_publish();
   if (events.ended.empty() && events.updates.empty()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -159,6 +159,7 @@ TEST(SlurmTrialSource, SubmitsATrialAndSubmitsItAgainWhenPreemptedUnderTheSameRu
   ASSERT_EQ(events.updates.size(), 1u);
   EXPECT_EQ(events.updates[0].evals.size(), 2u);
   EXPECT_TRUE(events.ended.empty());
+  EXPECT_TRUE(c.source().poll().updates.empty()) << "a snapshot is read once";
 
   // Preempted (or cancelled with scancel): submitted again, nothing reported to the engine.
   c.publish("r1", "preempted", {1, 2});
