@@ -56,8 +56,9 @@ StudyLadder summarize_ladder_group(const std::vector<const StudyCellSummary*>& m
   const auto verdict = results::walk_ladder(answered, rule);
   out.gains = verdict.gains;
   out.stop = results::ladder_stop_name(verdict.stop);
-  out.why = results::describe_ladder_stop(verdict, answered, rule);
-  if (verdict.stop == results::LadderStop::none) {
+  if (verdict.stop != results::LadderStop::none) {
+    out.why = results::describe_ladder_stop(verdict, answered, rule);
+  } else {
     out.why = g.searching.empty()
                   ? std::string("the next batch is not opened yet (run the study to go on)")
                   : fmt::format("batch {} still searching", g.searching.front());

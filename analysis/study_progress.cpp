@@ -14,12 +14,6 @@ std::optional<int64_t> as_int64(const std::optional<std::string>& cell) {
   return std::nullopt;
 }
 
-void read_cell_statuses(const std::string& db, const std::string& sweep_id, StudyProgress& out) {
-  const auto r = results::query_readonly(
-      db, "SELECT cell_id, status FROM study_cells WHERE sweep_id = ?1", {sweep_id});
-  for (const auto& row : r.rows) out.cell_status[row[0].value_or("")] = row[1].value_or("?");
-}
-
 void read_outcomes(const std::string& db, const std::string& sweep_id, StudyProgress& out) {
   const auto r = results::query_readonly(
       db,
@@ -47,7 +41,8 @@ void read_cells(const std::string& db, const std::string& sweep_id, StudyProgres
   const auto r = results::query_readonly(
       db,
       "SELECT optimizer, global_batch, seed, status, best_lr, steps_to_target, cap_steps, "
-      "(SELECT count(*) FROM study_trials t WHERE t.cell_id = c.cell_id) FROM study_cells c "
+      "(SELECT count(*) FROM study_trials t WHERE t.cell_id = c.cell_id), cell_id "
+      "FROM study_cells c "
       "WHERE sweep_id = ?1 ORDER BY optimizer, global_batch, seed",
       {sweep_id});
   for (const auto& row : r.rows) {
@@ -60,6 +55,8 @@ void read_cells(const std::string& db, const std::string& sweep_id, StudyProgres
     c.steps_to_target = to_number(row[5]);
     c.cap_steps = as_int64(row[6]).value_or(0);
     c.trials = as_int64(row[7]).value_or(0);
+    c.cell_id = row[8].value_or("");
+    out.cell_status[c.cell_id] = c.status;
     out.cells.push_back(std::move(c));
   }
 }
@@ -70,7 +67,6 @@ StudyProgress read_study_progress(const std::string& db_path, const std::string&
   StudyProgress out;
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec)) return out;
-  read_cell_statuses(db_path, sweep_id, out);
   read_outcomes(db_path, sweep_id, out);
   read_undecided(db_path, sweep_id, out);
   read_cells(db_path, sweep_id, out);

@@ -19,6 +19,7 @@ struct UndecidedTrial {
 };
 
 struct StudyCellProgress {
+  std::string cell_id;
   std::string optimizer;
   int64_t global_batch = 0, seed = 0;
   std::string status;

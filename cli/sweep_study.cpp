@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/study_progress.h"
-#include "analysis/study_records.h"
 #include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "cli/study_printer.h"
@@ -205,19 +204,18 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
   return kExitOk;
 }
 
-std::set<std::string> cells_beyond_ladder(const study::StudyPlan& plan, const std::string& db,
-                                          const std::string& sweep_id) {
+std::set<std::string> cells_beyond_ladder(const study::StudyPlan& plan,
+                                          const analysis::StudyProgress& progress) {
   std::set<std::string> out;
-  std::error_code ec;
-  if (!plan.study().ladder || !std::filesystem::exists(db, ec)) return out;
+  if (!plan.study().ladder) return out;
   std::map<std::string, results::StudyCellRow> stored;
-  for (const auto& r : analysis::read_study_records(db, sweep_id).cells) {
+  for (const auto& c : progress.cells) {
     results::StudyCellRow row;
-    row.cell_id = r.cell_id;
-    row.global_batch = r.global_batch;
-    row.status = r.status;
-    row.steps_to_target = r.steps_to_target;
-    stored[r.cell_id] = row;
+    row.cell_id = c.cell_id;
+    row.global_batch = c.global_batch;
+    row.status = c.status;
+    row.steps_to_target = c.steps_to_target;
+    stored[c.cell_id] = row;
   }
   study::CellAnswers answers(plan.cells.size(), nullptr);
   for (size_t c = 0; c < plan.cells.size(); ++c) {
@@ -316,7 +314,7 @@ int print_study_status(const SweepContext& ctx) {
   }
   print_study_slurm_jobs(ctx);
   const auto progress = analysis::read_study_progress(db, ctx.spec.name);
-  print_progress(plan, progress, cells_beyond_ladder(plan, db, ctx.spec.name));
+  print_progress(plan, progress, cells_beyond_ladder(plan, progress));
   return kExitOk;
 }
 

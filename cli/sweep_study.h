@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "analysis/study_progress.h"
 #include "cli/study_printer.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_workers.h"
@@ -24,10 +25,10 @@ int print_study_plan(const SweepContext& ctx, const std::string& format);
 // input (ConfigError, exit 2), reported before anything runs or is recorded.
 sweeps::study::StudyPlan checked_study_plan(const SweepContext& ctx);
 
-// Cells of `plan` a batch ladder stopped below, from the study rows in `db` (read-only): they will
-// never open and are not owed. Empty without a ladder or a database.
+// Cells of `plan` a batch ladder stopped below, from the stored cells in `progress`: they will
+// never open and are not owed. Empty without a ladder.
 std::set<std::string> cells_beyond_ladder(const sweeps::study::StudyPlan& plan,
-                                          const std::string& db, const std::string& sweep_id);
+                                          const analysis::StudyProgress& progress);
 
 // The counter SIGINT and SIGTERM raise while run_study_engine runs (a trial source watches it).
 std::atomic<int>& study_stop_requests();

@@ -128,8 +128,9 @@ std::string node_local_dir(const std::string& what) {
 
 // Cells of the plan not yet complete in the (published) database.
 size_t cells_to_finish(const SweepContext& ctx, const study::StudyPlan& plan) {
-  const auto status = analysis::read_study_progress(ctx.spec.results, ctx.spec.name).cell_status;
-  const auto beyond = cells_beyond_ladder(plan, ctx.spec.results, ctx.spec.name);
+  const auto progress = analysis::read_study_progress(ctx.spec.results, ctx.spec.name);
+  const auto& status = progress.cell_status;
+  const auto beyond = cells_beyond_ladder(plan, progress);
   size_t open = 0;
   for (const auto& cell : plan.cells) {
     auto it = status.find(cell.cell_id);

@@ -40,8 +40,8 @@ struct SimulationResult {
 
 // Runs the study of `plan` with `workers` slots against the trials recorded in `recorded` (a
 // finished study's database, read only), writing its decisions into a fresh database at
-// `scratch_db` (which must not exist). Throws InputError when `recorded` holds no study trials or
-// a trial's run lacks its start or end time.
+// `scratch_db` (which must not exist). Throws InputError when `recorded` holds no run with its
+// optimizer, batch, seed and rate, or a run lacks its start or end time.
 SimulationResult simulate_study(const StudyPlan& plan, results::Store& recorded,
                                 const std::string& scratch_db, size_t workers,
                                 SchedulePolicy policy);

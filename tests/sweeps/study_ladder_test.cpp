@@ -138,8 +138,8 @@ TEST(StudyLadderRule, ACensoredSeedStopsTheLadderAndSeedsAreAveragedGeometricall
   EXPECT_EQ(v.stop, LadderStop::cap);
   EXPECT_EQ(results::describe_ladder_stop(v, rungs, rule),
             "cap (batch 512: 1 of 2 seeds did not reach the target within the cap)");
-  // Geometric mean 200, then 100: 2x.
-  rungs = {make_rung(256, {400, 100}), make_rung(512, {200, 50})};
+  // Geometric mean 200, then 100: 2x (the arithmetic mean would say 250 -> 100, 2.5x).
+  rungs = {make_rung(256, {400, 100}), make_rung(512, {100, 100})};
   v = results::walk_ladder(rungs, rule);
   ASSERT_EQ(v.gains.size(), 1u);
   EXPECT_NEAR(v.gains[0], 2.0, 1e-9);
@@ -306,9 +306,10 @@ class SeedSource : public TrialSource {
 };
 
 TEST(StudyLadderEngine, SeedsMoveTogetherOnTheirMeanAndABatchWaitsForEverySeedBelow) {
-  // Seed 0 alone would flatten at 128 (1.1x, 1.1x); seed 1 keeps halving. Their geometric mean
-  // saves sqrt(1.1 x 2) = 1.48x per doubling from 64 on: both seeds climb to the ceiling together.
-  LadderHarness h("start = 32\nceiling = 256\nmin_gain = 1.3", "[0, 1]");
+  // One flat doubling ends a ladder here. Seed 0 alone would stop at 128 (64 -> 128 saves 1.1x);
+  // seed 1 keeps halving. Their geometric mean saves sqrt(1.1 x 2) = 1.48x per doubling from 64
+  // on: both seeds climb to the ceiling together.
+  LadderHarness h("start = 32\nceiling = 256\nmin_gain = 1.3\nflat_doublings = 1", "[0, 1]");
   const auto flat = steps_by_batch([](int64_t b, double) {
     return b == 32 ? 400.0 : 200.0 / std::pow(1.1, std::log2(static_cast<double>(b) / 64.0));
   });
@@ -332,14 +333,16 @@ TEST(StudyLadderEngine, SeedsMoveTogetherOnTheirMeanAndABatchWaitsForEverySeedBe
 }
 
 TEST(StudyLadderEngine, SeedsStopTogetherWhenTheirMeanFlattens) {
-  // Both seeds flatten from 64 on: the group stops at 256 by flattening, for both seeds alike.
+  // From 64 on seed 0 saves 1.1x per doubling and seed 1 1.4x: seed 1 alone would climb to the
+  // ceiling, but their mean saves sqrt(1.1 x 1.4) = 1.24x < 1.3x, twice by 256, so the group
+  // stops there by flattening, both seeds alike.
   LadderHarness h("start = 32\nceiling = 512\nmin_gain = 1.3", "[0, 1]");
-  const auto curve = [](double scale) {
-    return steps_by_batch([scale](int64_t b, double) {
-      return scale * (b == 32 ? 400.0 : 200.0 / std::pow(1.1, std::log2(b / 64.0)));
+  const auto curve = [](double gain) {
+    return steps_by_batch([gain](int64_t b, double) {
+      return b == 32 ? 400.0 : 200.0 / std::pow(gain, std::log2(b / 64.0));
     });
   };
-  SeedSource source(h.source(2, curve(1.0)), h.source(2, curve(1.3)));
+  SeedSource source(h.source(2, curve(1.1)), h.source(2, curve(1.4)));
   const auto summary = h.run(source);
   const auto opened = h.opened();
   EXPECT_EQ(opened.at(0), (std::vector<int64_t>{32, 64, 128, 256}));
