@@ -82,7 +82,7 @@ PrunedTrialReplay replay_trial(const std::vector<TimedTrial>& trials, size_t i,
 }
 
 CellReplay replay_cell(results::Store& store, const results::StudyCellRow& cell,
-                       const std::vector<results::StudyTrialRow>& rows, const FairRun& rule) {
+                       const std::vector<results::StudyTrialRow>& rows, const PruneRule& rule) {
   CellReplay out;
   out.cell_id = cell.cell_id;
   out.optimizer = cell.optimizer;
@@ -94,7 +94,8 @@ CellReplay replay_cell(results::Store& store, const results::StudyCellRow& cell,
     if (cell.best_run_id && row.run_id == *cell.best_run_id) out.best_lr_index = row.lr_index;
   }
   const Goal goal = make_goal(cell.target_metric, cell.target_value);
-  const PruneRule prune{cell.warmup_steps, rule.min_evals, rule.min_leader_fraction};
+  PruneRule prune = rule;
+  prune.warmup_steps = cell.warmup_steps;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].outcome != outcome::kPruned) continue;
     PrunedTrialReplay p = replay_trial(trials, i, rows[i], goal, prune);
@@ -113,7 +114,7 @@ bool CellReplay::open() const {
 
 std::vector<CellReplay> replay_pruning(results::Store& store,
                                        const std::optional<std::string>& sweep_id,
-                                       const FairRun& rule) {
+                                       const PruneRule& rule) {
   const auto trials = store.read_study_trials(sweep_id);
   std::vector<CellReplay> out;
   for (const auto& cell : store.read_study_cells(sweep_id)) {

@@ -46,17 +46,12 @@ struct CellReplay {
   bool open() const;
 };
 
-// The fair-run part of a PruneRule (the warmup is each cell's own, from study_cells).
-struct FairRun {
-  int64_t min_evals = 3;
-  double min_leader_fraction = 0.5;
-};
-
-// Every cell of `sweep_id` (all cells when unset) with at least one pruned trial, in the store's
-// cell order. Reads study_cells, study_trials, runs.started_at and the trials' evals; writes
-// nothing. Throws InputError when a trial's run has no start time.
+// Every cell of `sweep_id` (all cells when unset) with at least one pruned trial, replayed under
+// `rule` with each cell's own warmup (from study_cells) in place of rule.warmup_steps, in the
+// store's cell order. Reads study_cells, study_trials, runs.started_at and the trials' evals;
+// writes nothing. Throws InputError when a trial's run has no start time.
 std::vector<CellReplay> replay_pruning(results::Store& store,
                                        const std::optional<std::string>& sweep_id,
-                                       const FairRun& rule);
+                                       const PruneRule& rule);
 
 }  // namespace batchlab::sweeps::study

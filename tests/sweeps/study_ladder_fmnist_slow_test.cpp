@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "results/batch_ladder.h"
+#include "sweeps/spec.h"
+#include "sweeps/study_ladder.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/test_paths.h"
 
@@ -78,15 +80,17 @@ TEST(StudyLadderFashionMnist, TheLadderExtendsItselfStopsByTheRuleAndTheReportSa
   for (size_t i = 0; i < rungs.size(); ++i) EXPECT_EQ(rungs[i].batch, int64_t{64} << i);
 
   // The rule over the stored cells stops exactly at the last opened batch.
-  const results::LadderRule rule{4096, 1.3, 2};
-  const auto verdict = results::walk_ladder(rungs, rule);
+  const auto parsed = parse_sweep_spec(spec, path);  // the committed spec's own ladder keys
+  ASSERT_TRUE(parsed.study && parsed.study->ladder) << spec;
+  const auto rule = std::optional(study::ladder_rule(*parsed.study->ladder));
+  const auto verdict = results::walk_ladder(rungs, *rule);
   ASSERT_NE(verdict.stop, results::LadderStop::none) << "the study ended without a stop";
   EXPECT_EQ(verdict.rungs, rungs.size()) << "a batch above the stop was opened";
 
   const auto report = run_batchlab("report --db " + shell_quote(db));
   ASSERT_EQ(report.exit_code, 0) << report.output;
   std::cout << report.output;
-  const std::string expected = "stopped: " + results::describe_ladder_stop(verdict, rungs, rule);
+  const std::string expected = "stopped: " + results::describe_ladder_stop(verdict, rungs, *rule);
   EXPECT_TRUE(contains(report.output, expected)) << expected << "\n" << report.output;
 }
 

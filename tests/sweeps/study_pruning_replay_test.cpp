@@ -16,7 +16,7 @@
 namespace batchlab::sweeps::study {
 namespace {
 
-std::vector<CellReplay> replay(const FairRun& rule) {
+std::vector<CellReplay> replay(const PruneRule& rule) {
   // The Store migrates what it opens: work on a copy, never on the committed file.
   test_support::TempDir dir;
   const auto db = dir / "study.db";
@@ -39,7 +39,7 @@ int64_t next_eval(const std::vector<int64_t>& steps, int64_t step) {
 }
 
 TEST(StudyPruningReplay, TheRecordedRuleReproducesTheRecordedPrunes) {
-  const auto cells = replay(FairRun{0, 0.0});
+  const auto cells = replay(PruneRule{0, 0, 0.0});
   size_t pruned = 0, exact = 0, one_later = 0;
   std::vector<std::string> not_reproduced;
   for (const auto& c : cells) {
@@ -71,7 +71,7 @@ TEST(StudyPruningReplay, TheRecordedRuleReproducesTheRecordedPrunes) {
 }
 
 TEST(StudyPruningReplay, TheFairRunRuleLeavesTheseCellsOpen) {
-  const auto cells = replay(FairRun{});
+  const auto cells = replay(PruneRule{});
   std::set<std::string> open, open_next_to_best;
   for (const auto& c : cells) {
     if (!c.open()) continue;
