@@ -214,7 +214,10 @@ void StudyEngine::State::launch() {
 
 bool StudyEngine::State::can_progress() const {
   if (source.running() > 0) return true;
-  return !source.stopping() && next_pending().has_value();
+  // Whether any trial waits, not which one starts next (next_pending weighs every chain).
+  return !source.stopping() && std::any_of(trials.begin(), trials.end(), [](const Trial& t) {
+    return t.phase == Phase::pending;
+  });
 }
 
 void StudyEngine::State::summarize() {
