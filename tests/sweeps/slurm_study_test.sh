@@ -20,6 +20,8 @@ set -euo pipefail
 
 batchlab=$(realpath "$1")
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/sweeps/tiny_base.sh
+source "$root/tests/sweeps/tiny_base.sh"
 
 set +e
 bash "$root/scripts/slurm_setup.sh"
@@ -61,27 +63,7 @@ q() { "$bl" query --db "$1" --format csv "$2" | tail -n +2; }
 # trial runs long enough, ~2 s, to be cancelled mid-run), 12 trials in all.
 for d in local slurm; do
   mkdir -p "$work/$d"
-  cat > "$work/$d/base.toml" <<'TOML'
-schema_version = 1
-[model]
-arch = "small_resnet"
-width = 8
-[data]
-dataset = "synthetic"
-train_size = 512
-test_size = 256
-eval_train_samples = 256
-[batch]
-global = 64
-micro = 32
-[optim]
-name = "sgd"
-base_lr = 0.05
-[schedule]
-epochs = 1
-[train]
-threads = 1
-TOML
+  tiny_base 1 > "$work/$d/base.toml"
   cat > "$work/$d/spec.toml" <<TOML
 schema_version = 1
 [sweep]
@@ -164,6 +146,13 @@ echo "cancelled trial $cancelled (Slurm job $job) at step $step or later"
 catch_trial "$cancelled"
 read -r requeued rjob rstep <<<"$caught"
 scontrol requeue "$rjob"
+# Slurm holds a requeued job back for 120 s (its begin time); the test makes it eligible now.
+for _ in $(seq 300); do
+  if [[ "$(squeue -h -j "$rjob" -o %r 2>/dev/null)" == BeginTime ]]; then
+    scontrol update jobid="$rjob" StartTime=now >/dev/null 2>&1 && break
+  fi
+  sleep 0.1
+done
 echo "requeued trial $requeued (Slurm job $rjob) at step $rstep or later"
 
 # 3. Once 6 trials have their outcome, cancel the coordinator; then submit the study again.

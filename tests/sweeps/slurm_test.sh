@@ -11,6 +11,8 @@ set -euo pipefail
 
 batchlab=$(realpath "$1")
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/sweeps/tiny_base.sh
+source "$root/tests/sweeps/tiny_base.sh"
 
 set +e
 bash "$root/scripts/slurm_setup.sh"
@@ -37,27 +39,7 @@ if ! bash "$root/scripts/slurm_local.sh" start "$cluster"; then
 fi
 export SLURM_CONF="$cluster/slurm.conf"
 
-cat > "$work/base.toml" <<'TOML'
-schema_version = 1
-[model]
-arch = "small_resnet"
-width = 8
-[data]
-dataset = "synthetic"
-train_size = 512
-test_size = 256
-eval_train_samples = 256
-[batch]
-global = 64
-micro = 32
-[optim]
-name = "sgd"
-base_lr = 0.05
-[schedule]
-epochs = 2
-[train]
-threads = 1
-TOML
+tiny_base 2 > "$work/base.toml"
 cat > "$work/spec.toml" <<TOML
 schema_version = 1
 [sweep]
