@@ -45,12 +45,13 @@ constexpr const char* kSubmitUsage =
     "       [--sbatch-arg ARG]... [--dry-run]\n"
     "  --gpus-per-job G: GPUs per node; --ranks-per-job R: R data-parallel ranks per job, started\n"
     "  by srun (on N nodes with --nodes-per-job); --cpus-per-task C: per rank\n"
-    "  a sweep: one job array of the jobs still to run (M at once)\n"
+    "  a sweep: one job array of the jobs still to run (M at once; no limit when not given)\n"
     "  a study ([study]): its coordinator as one Slurm job, every trial a job of its own with\n"
     "  these resources (M trials queued at once, default 16), and for a study only:\n"
     "    --coordinator-time T   the coordinator job's --time (it lasts the whole study)\n"
     "    --retries K            submit a trial that crashed again, K times (default 0)\n"
-    "    --snapshot-every S     seconds between a trial's published records (default 10)\n"
+    "    --snapshot-every S     seconds between a job's published records (default 10; a plain\n"
+    "                           sweep's tasks too)\n"
     "    --publish-every S      seconds between the coordinator's published database (default 30)\n"
     "  Every option is checked with `sbatch --test-only` before anything is submitted.";
 
@@ -94,6 +95,7 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
   check_jobs_for_ranks(ctx, settings.jobs.ranks_per_job);
   sweeps::SlurmOptions options = settings.jobs;
   options.batchlab = self_executable();
+  options.snapshot_every = settings.snapshot_every;
   options.submit = !dry_run;
   // Before anything is recorded: a refused option is bad input with nothing submitted.
   if (!dry_run) sweeps::check_slurm_resources(options, "the sweep's array");

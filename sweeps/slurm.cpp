@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "results/rows.h"
 #include "results/store.h"
 #include "sweeps/process.h"
+#include "sweeps/slurm_commands.h"
 
 namespace batchlab::sweeps {
 
@@ -69,7 +71,26 @@ std::string stamp() {
   return fmt::format("{}-{}", out, ::getpid());
 }
 
+// Slurm's output file pattern of a submission whose task list is `tasks_path` (%a: array index).
+std::string output_pattern(const std::string& tasks_path) {
+  return (fs::absolute(fs::path(tasks_path).parent_path()) /
+          (fs::path(tasks_path).stem().string() + "-%a.out"))
+      .string();
+}
+
 }  // namespace
+
+std::string slurm_job_name(const std::string& sweep_name) { return "batchlab-" + sweep_name; }
+
+std::string slurm_coordinator_job_name(const std::string& sweep_name) {
+  return slurm_job_name(sweep_name) + "-coordinator";
+}
+
+std::string SlurmSubmission::output(size_t task) const {
+  std::string pattern = output_pattern(tasks);
+  pattern.replace(pattern.rfind("%a"), 2, std::to_string(task));
+  return pattern;
+}
 
 std::vector<SbatchOption> sbatch_options(const SlurmOptions& options) {
   std::vector<SbatchOption> out;
@@ -96,13 +117,11 @@ std::vector<SbatchOption> sbatch_options(const SlurmOptions& options) {
 }
 
 std::string sbatch_script(const std::string& sweep_name, const std::string& tasks_path,
-                          size_t task_count, const RunLayout& layout, const SlurmOptions& options) {
-  const std::string out_pattern =
-      (fs::absolute(layout.slurm_dir()) / (fs::path(tasks_path).stem().string() + "-%a.out"))
-          .string();
+                          size_t task_count, const SlurmOptions& options) {
+  const std::string out_pattern = output_pattern(tasks_path);
   std::string s = "#!/bin/bash\n";
   s += fmt::format("#SBATCH --job-name={}\n",
-                   options.job_name.empty() ? "batchlab-" + sweep_name : options.job_name);
+                   options.job_name.empty() ? slurm_job_name(sweep_name) : options.job_name);
   s += fmt::format("#SBATCH --array=0-{}{}\n", task_count - 1,
                    options.max_parallel > 0 ? fmt::format("%{}", options.max_parallel) : "");
   s += fmt::format("#SBATCH --output={}\n", out_pattern);
@@ -144,16 +163,11 @@ SlurmSubmission submit_array(const std::string& sweep_name, const std::vector<co
   }
   {
     std::ofstream script(out.script);
-    script << sbatch_script(sweep_name, out.tasks, jobs.size(), layout, options);
+    script << sbatch_script(sweep_name, out.tasks, jobs.size(), options);
     if (!script) throw Error(fmt::format("cannot write {}", out.script));
   }
   if (!options.submit) return out;
-  const auto [code, output] = capture_command("sbatch --parsable " + shell_quote(out.script));
-  if (code != 0) {
-    throw Error(fmt::format("sbatch {} failed ({}): {}", out.script,
-                            code < 0 ? "not run" : fmt::format("exit code {}", code), output));
-  }
-  out.job_id = output.substr(0, output.find_first_of(";\n"));
+  out.job_id = sbatch_submit(out.script, default_retry_policy());
   std::ofstream log((fs::path(layout.slurm_dir()) / "submissions.txt").string(), std::ios::app);
   log << out.job_id << " " << out.tasks << "\n";
   return out;
@@ -180,18 +194,23 @@ std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::s
   for (const auto& name : names) list += (list.empty() ? "" : ",") + name;
   // %A: the job's id, or its array's; %a: the array task ("N/A" outside arrays). -r: one line per
   // array task, pending ones included.
-  const auto [code, output] =
-      capture_command("squeue -h -r -o '%A|%a|%T|%j' --name=" + shell_quote(list));
-  if (code != 0) return std::nullopt;
+  // Standard output alone: a site's banner on stderr is not a job.
+  const SlurmAnswer answer =
+      run_slurm_command({"squeue", "-h", "-r", "-o", "%A|%a|%T|%j", "--name=" + list});
+  if (answer.code != 0) return std::nullopt;
   std::vector<SlurmQueueEntry> out;
-  std::istringstream lines(output);
+  std::istringstream lines(answer.out);
   std::string line;
   while (std::getline(lines, line)) {
     std::vector<std::string> fields;
     std::istringstream parts(line);
     std::string field;
     while (std::getline(parts, field, '|')) fields.push_back(field);
-    if (fields.size() < 4) continue;
+    if (fields.size() < 4 || fields[0].empty() ||
+        !std::all_of(fields[0].begin(), fields[0].end(),
+                     [](unsigned char c) { return std::isdigit(c); })) {
+      continue;
+    }
     SlurmQueueEntry entry{fields[0], std::nullopt, fields[2], fields[3]};
     if (!fields[1].empty() && std::isdigit(static_cast<unsigned char>(fields[1][0]))) {
       entry.task = std::stoul(fields[1]);
@@ -205,7 +224,7 @@ std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
                                                        const std::string& sweep_name) {
   const auto runs_of = slurm_submissions(layout);
   if (runs_of.empty()) return std::set<std::string>{};
-  const auto queue = slurm_queue({"batchlab-" + sweep_name});
+  const auto queue = slurm_queue({slurm_job_name(sweep_name)});
   if (!queue) return std::nullopt;
   std::set<std::string> active;
   for (const auto& entry : *queue) {
@@ -238,6 +257,17 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   // Earlier attempts' rows continue in the new one (a resumed job keeps what it recorded).
   std::error_code ec;
   if (fs::exists(shared, ec)) fs::copy_file(shared, local, fs::copy_options::overwrite_existing);
+  // What the published records hold: the job resumes from no checkpoint past it. Checkpoints go
+  // straight to the shared folder, records only with the next snapshot, so a node lost in between
+  // leaves checkpoints ahead of the records; resuming from one would leave steps unrecorded.
+  int64_t records_end = 0;
+  if (fs::exists(local, ec)) {
+    try {
+      records_end = results::Store(local).last_recorded_step(run_id);
+    } catch (const results::StoreError&) {
+      records_end = 0;  // unreadable: start over rather than leave a gap
+    }
+  }
   {
     std::ofstream log(layout.log_path(run_id), std::ios::app);
     const char* job = std::getenv("SLURM_JOB_ID");
@@ -265,7 +295,9 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
                                           "--checkpoint-dir",
                                           checkpoints,
                                           "--stop-file",
-                                          layout.stop_path(run_id)};
+                                          layout.stop_path(run_id),
+                                          "--records-end",
+                                          std::to_string(records_end)};
   spawn.argv.insert(spawn.argv.end(), train.begin(), train.end());
   spawn.log_path = layout.log_path(run_id);
   spawn.parent_death_signal = SIGTERM;

@@ -25,15 +25,20 @@
 
 namespace batchlab::sweeps {
 
+// The job names batchlab gives a sweep's jobs (squeue finds them by name): its array tasks and a
+// study's trials `batchlab-<sweep>`, a study's coordinator `batchlab-<sweep>-coordinator`.
+std::string slurm_job_name(const std::string& sweep_name);
+std::string slurm_coordinator_job_name(const std::string& sweep_name);
+
 struct SlurmOptions {
   std::string batchlab;  // absolute path of the batchlab executable on the compute nodes
-  std::string job_name;  // --job-name ("" = batchlab-<sweep>)
+  std::string job_name;  // --job-name ("" = slurm_job_name(sweep))
   std::string partition;
   std::string time;                     // --time, e.g. "02:00:00"
   int gpus_per_job = 0;                 // --gres=gpu:G when > 0 (per node)
   int ranks_per_job = 1;                // --ntasks: data-parallel ranks, started by `srun` when > 1
   int nodes_per_job = 0;                // --nodes when > 0
-  int max_parallel = 0;                 // the %M of --array (0: no limit)
+  int max_parallel = 0;                 // the %M of --array (0, not given: no limit)
   int cpus_per_task = 0;                // --cpus-per-task when > 0
   std::vector<std::string> extra_args;  // further #SBATCH lines, e.g. "--account=abc"
   int snapshot_every = 0;  // seconds between a task's record snapshots (0: slurm-task's default)
@@ -64,16 +69,20 @@ struct SlurmSubmission {
   std::string tasks;   // its task list
   std::string job_id;  // empty when not submitted
   size_t task_count = 0;
+  // Slurm's output file of array task i (its stdout and stderr: where a job that never started
+  // batchlab says why).
+  std::string output(size_t task) const;
 };
 
 // Writes the task list and the sbatch script for `jobs` (their config.toml must be written) and
-// submits it with `sbatch --parsable`. Throws batchlab::Error when sbatch fails or is missing.
+// submits it (slurm_commands.h: sbatch_submit, transient failures retried). Throws SbatchError
+// when sbatch does not submit.
 SlurmSubmission submit_array(const std::string& sweep_name, const std::vector<const Job*>& jobs,
                              const RunLayout& layout, const SlurmOptions& options);
 
 // The sbatch script text (exposed for tests).
 std::string sbatch_script(const std::string& sweep_name, const std::string& tasks_path,
-                          size_t task_count, const RunLayout& layout, const SlurmOptions& options);
+                          size_t task_count, const SlurmOptions& options);
 
 // Run ids of earlier submissions whose array task is still pending or running according to
 // squeue; nullopt when squeue cannot be asked (then every submitted job counts as active).

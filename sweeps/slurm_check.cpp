@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/errors.h"
 #include "sweeps/process.h"
+#include "sweeps/slurm_commands.h"
 
 namespace batchlab::sweeps {
 
@@ -16,11 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// sbatch's exit code when the shell cannot find or run it.
-constexpr int kCommandNotFound = 127;
-
 // `sbatch --test-only` on a one-line job with `options`: its exit code and message.
-CommandOutput test_only(const std::vector<SbatchOption>& options) {
+SlurmAnswer test_only(const std::vector<SbatchOption>& options) {
   const char* tmp = std::getenv("TMPDIR");
   const fs::path path = fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
                         fmt::format("batchlab-sbatch-test-{}.sh", ::getpid());
@@ -31,15 +30,33 @@ CommandOutput test_only(const std::vector<SbatchOption>& options) {
     script << "true\n";
     if (!script) throw Error(fmt::format("cannot write {}", path.string()));
   }
-  auto out = capture_command("sbatch --test-only " + shell_quote(path.string()));
+  auto out = run_slurm_command({"sbatch", "--test-only", path.string()});
   std::error_code ec;
   fs::remove(path, ec);
   return out;
 }
 
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
+// A partition that is down or inactive (sinfo's availability column): Slurm queues jobs there
+// without complaint, and they would wait until an administrator brings it up.
+std::string partition_problem(const std::string& partition) {
+  const SlurmAnswer answer = run_slurm_command({"sinfo", "-h", "-o", "%P|%a"});
+  if (answer.code != 0) return "";  // sbatch --test-only has answered for the partition already
+  std::istringstream lines(answer.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto bar = line.find('|');
+    if (bar == std::string::npos) continue;
+    std::string name = line.substr(0, bar);
+    const bool is_default = !name.empty() && name.back() == '*';
+    if (is_default) name.pop_back();
+    const std::string state = line.substr(bar + 1);
+    const bool wanted = partition.empty() ? is_default : name == partition;
+    if (wanted && state != "up") {
+      return fmt::format("partition {} is {} (sinfo); jobs would wait there until it is up", name,
+                         state);
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -48,13 +65,17 @@ std::vector<SbatchOption> refused_options(const std::vector<SbatchOption>& optio
                                           std::string* message) {
   const auto all = test_only(options);
   if (all.code == 0) return {};
-  if (all.code < 0 || all.code == kCommandNotFound) {
-    throw Error(
-        fmt::format("cannot run sbatch to check the job's options ({}): is this a Slurm "
-                    "submit host? {}",
-                    all.code < 0 ? "not run" : "command not found", trimmed(all.output)));
+  // A job with no options at all refused too: nothing the user gave is at fault (no Slurm here,
+  // no configuration, no controller). sbatch's own words say what is.
+  const auto bare = options.empty() ? all : test_only({});
+  if (bare.code != 0) {
+    throw Error(fmt::format(
+        "sbatch refuses even a job without options ({}): {}; is this a Slurm submit host, with "
+        "a Slurm configuration? Nothing was submitted and nothing recorded",
+        describe(classify_sbatch_failure(bare)),
+        bare.message().empty() ? fmt::format("exit code {}", bare.code) : bare.message()));
   }
-  if (message != nullptr) *message = trimmed(all.output);
+  if (message != nullptr) *message = all.message();
   std::vector<SbatchOption> refused;
   for (const auto& option : options) {
     if (test_only({option}).code != 0) refused.push_back(option);
@@ -66,7 +87,15 @@ std::vector<SbatchOption> refused_options(const std::vector<SbatchOption>& optio
 void check_slurm_resources(const SlurmOptions& options, const std::string& what) {
   std::string message;
   const auto refused = refused_options(sbatch_options(options), &message);
-  if (refused.empty() && message.empty()) return;
+  if (refused.empty() && message.empty()) {
+    if (const std::string down = partition_problem(options.partition); !down.empty()) {
+      throw InputError(fmt::format(
+          "{}{}: {}; nothing was submitted and nothing recorded: submit to a partition that "
+          "is up (`sinfo` lists them) or when this one is",
+          what, options.partition.empty() ? "" : " (--partition " + options.partition + ")", down));
+    }
+    return;
+  }
   std::string names;
   for (const auto& option : refused) names += (names.empty() ? "" : ", ") + option.flag;
   throw InputError(fmt::format(
