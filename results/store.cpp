@@ -322,10 +322,17 @@ void Store::upsert_run(const RunRow& run) {
   }
 }
 
-void Store::set_scheduler_job(const std::string& run_id, const std::string& job) {
-  Statement& stmt = impl_->prepared("UPDATE runs SET scheduler_job = ?2 WHERE run_id = ?1");
+void Store::set_scheduler_job(const std::string& run_id, const std::string& job,
+                              std::optional<std::int64_t> attempts) {
+  Statement& stmt = impl_->prepared(
+      "UPDATE runs SET scheduler_job = ?2, attempts = COALESCE(?3, attempts) WHERE run_id = ?1");
   stmt.bind_text(1, run_id);
   stmt.bind_text(2, job);
+  if (attempts) {
+    stmt.bind_int64(3, *attempts);
+  } else {
+    stmt.bind_null(3);
+  }
   stmt.run();
   if (impl_->db.changes() == 0) {
     throw StoreError(path(), fmt::format("cannot record the job of run {}: no such run", run_id));
@@ -415,6 +422,14 @@ void Store::write_batch(const RowBatch& batch) {
   impl_->insert_rows(batch.milestones);
   impl_->raise_last_step(batch.steps);
   tx.commit();
+}
+
+std::int64_t Store::last_recorded_step(const std::string& run_id) {
+  Statement& stmt = impl_->prepared("SELECT COALESCE(max(step), 0) FROM steps WHERE run_id = ?1");
+  stmt.bind_text(1, run_id);
+  const std::int64_t step = stmt.step() ? stmt.column_int64(0) : 0;
+  stmt.reset();
+  return step;
 }
 
 void Store::delete_rows_after(const std::string& run_id, std::int64_t step) {

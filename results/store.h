@@ -78,9 +78,12 @@ class Store {
   // Throws StoreError for an unknown status, or for a sweep_id without a sweeps row (foreign key).
   void upsert_run(const RunRow& run);
 
-  // Records the cluster job of the run's latest submission (runs.scheduler_job). Throws if the run
-  // is missing.
-  void set_scheduler_job(const std::string& run_id, const std::string& job);
+  // Records the cluster job of the run's latest submission (runs.scheduler_job) and, when given,
+  // the number of that submission (runs.attempts: written when the job is submitted, so that a
+  // bound on a run's submissions holds even for jobs that never record anything). Throws if the
+  // run is missing.
+  void set_scheduler_job(const std::string& run_id, const std::string& job,
+                         std::optional<std::int64_t> attempts = std::nullopt);
 
   // Sets status, error (nullopt clears it), finished_at (now when nullopt and the status is
   // final; cleared for planned/running) and stop_reason (a stopped run's request reason; nullopt
@@ -114,6 +117,8 @@ class Store {
   // step > `step`, and lowers runs.last_step to `step`, in one transaction. step = -1 clears the
   // run's series (a retry from scratch).
   void delete_rows_after(const std::string& run_id, std::int64_t step);
+  // The last step of the run in the steps table (0 when it has none).
+  std::int64_t last_recorded_step(const std::string& run_id);
 
   // ---- scaling studies: one upsert transaction per call, keyed by cell_id / run_id, so the
   // coordinator rewrites a cell or trial as it progresses. updated_at / decided_at are set to now

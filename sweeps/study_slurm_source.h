@@ -15,18 +15,31 @@
 // - A trial's end: its job left the queue. Its snapshot is folded into the sweep database; a result
 //   (done, diverged, stopped) goes to the engine. A trial that was preempted, cancelled (scancel)
 //   or killed is submitted again under the same run id and resumes from the checkpoints in its run
-//   folder (at most `max_requeues` times); a crash is submitted again within `retries`.
+//   folder; a crash is submitted again within `retries`. Every submission counts in runs.attempts,
+//   written when it is made, so the bound `max_attempts` holds across coordinators: past it the
+//   trial is `failed`, with a diagnosis that names its last job's Slurm output file.
+// - A job that ended without publishing anything never ran batchlab (the binary or LibTorch not
+//   visible on the node, an unwritable --output, a node failing at launch). When
+//   `max_vanished_in_a_row` jobs in a row end that way the coordinator stops (fatal()) instead of
+//   submitting more: the same mistake would sink every trial.
+// - sbatch refusing for good (a MaxSubmitJobs limit), or the controller not answering after the
+//   retries of slurm_commands.h, stops the coordinator the same way, with sbatch's message; the
+//   trial not submitted is left for the next coordinator. Nothing recorded is lost.
 // - The coordinator stopping (its job cancelled or preempted): nothing is cancelled. Its trials go
 //   on in Slurm and report them as interrupted, so the engine records nothing for them; the
 //   resubmitted coordinator decides the same trials again (same run ids) and adopts every one
 //   whose `slurm_job` is still queued or running instead of submitting it again, or folds its
 //   result if it ended meanwhile. No trial runs twice.
+// - Load on the scheduler: one squeue per `poll_interval` for all trials together (adoption
+//   included), one sbatch per submission, one scancel per unanswered stop (docs/sweeps.md has the
+//   measured figures).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sweeps/local_runner.h"
@@ -36,15 +49,18 @@
 namespace batchlab::sweeps::study {
 
 struct SlurmSourceOptions {
-  SlurmOptions slurm;     // the trials' resources; max_parallel = trials queued at once
-  size_t max_jobs = 16;   // trials submitted at once (queued or running)
-  int retries = 0;        // resubmissions of a trial that crashed (failed)
-  int max_requeues = 10;  // resubmissions of a trial that was preempted or cancelled
+  SlurmOptions slurm;             // the trials' resources; max_parallel = trials queued at once
+  size_t max_jobs = 16;           // trials submitted at once (queued or running)
+  int retries = 0;                // resubmissions of a trial that crashed (failed)
+  int max_attempts = 10;          // Slurm jobs per trial in all (runs.attempts), any cause
+  int max_vanished_in_a_row = 3;  // jobs ending without records, in a row, before giving up
   const std::atomic<int>* stop_requests = nullptr;  // the coordinator was asked to stop
   std::chrono::milliseconds poll_interval{2000};    // how often squeue is asked
   std::chrono::milliseconds curve_interval{2000};   // how often running trials' evals are read
   std::chrono::seconds publish_interval{30};        // how often `publish` runs
-  std::chrono::milliseconds stop_grace{120000};     // how long a stop may stay unanswered
+  // How long a trial may leave a stop unanswered once it has published an evaluation after the
+  // request, beyond the interval between its evaluations (it reads the file after each one).
+  std::chrono::milliseconds stop_grace{120000};
   std::function<void()> publish;  // publishes the sweep database (the coordinator's snapshot)
 };
 
@@ -60,6 +76,8 @@ class SlurmTrialSource : public TrialSource {
   void request_stop(const std::string& run_id, const StopRequest& stop) override;
   SourceEvents poll() override;
   bool stopping() const override;
+  // Why the source stopped on its own (trial jobs that never ran, sbatch refusing), or nullopt.
+  const std::optional<std::string>& fatal() const;
 
  private:
   struct Impl;

@@ -6,6 +6,7 @@
 // whole path in slurm_study_test.sh.
 #include "sweeps/study_slurm_source.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "results/store.h"
+#include "sweeps/slurm_commands.h"
 #include "sweeps/sweep_records.h"
 #include "tests/temp_dir.h"
 
@@ -74,6 +76,11 @@ class FakeCluster {
   ~FakeCluster() { ::setenv("PATH", old_path_.c_str(), 1); }
 
   SlurmTrialSource& source() { return *source_; }
+  // Replaces a fake Slurm command (sbatch, squeue, scancel) by a script with `body`.
+  void replace(const std::string& name, const std::string& body) {
+    program(dir_.path / "bin" / name, body);
+  }
+  const fs::path& dir() const { return dir_.path; }
   SweepRecords& records() { return *records_; }
   const RunLayout& layout() const { return layout_; }
   size_t submissions() const { return lines_of(dir_.path / "sbatch.log"); }
@@ -212,8 +219,9 @@ TEST(SlurmTrialSource, ATrialThatLeavesItsStopUnansweredIsCancelledAndRecordedSt
   c.source().poll();
   EXPECT_EQ(c.cancelled(), "") << "step 4 not published yet: nothing is due";
   c.publish("r4", "running", {1, 2, 4, 6});  // past the requested step, and still running
-  c.source().poll();
-  c.source().poll();
+  // The grace (0 here) plus the interval between its last two evaluations.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline && c.cancelled().empty()) c.source().poll();
   EXPECT_EQ(c.cancelled(), "100\n");
   c.dequeue("100");  // the cancelled job leaves the queue, its records still say running
   const auto ended = c.poll_until_event();
@@ -239,19 +247,218 @@ TEST(SlurmTrialSource, AStoppingCoordinatorLeavesItsTrialsToSlurm) {
   EXPECT_EQ(c.cancelled(), "") << "nothing is cancelled";
 }
 
-TEST(SlurmTrialSource, ATrialGoneWithoutRecordsIsRequeuedUpToItsLimit) {
+// Defect 2 of issue 32: jobs that vanish (batchlab not visible on the node, an unwritable
+// --output) were requeued to attempt 11, reported `preempted`, started again at attempt 2, forever.
+TEST(SlurmTrialSource, ATrialWhoseJobsVanishIsFailedAtItsBoundWhichSurvivesTheCoordinator) {
   SlurmSourceOptions options;
-  options.max_requeues = 1;
-  FakeCluster c(options);
-  c.source().start(c.trial("r6"), std::nullopt);
-  c.dequeue("100");  // gone before it published anything
+  options.max_attempts = 2;
+  {
+    FakeCluster c(options);
+    c.source().start(c.trial("r6"), std::nullopt);
+    EXPECT_EQ(c.records().store().get_run("r6")->attempts, 1) << "counted when submitted";
+    c.dequeue("100");  // gone before it published anything
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.source().poll().ended.empty());
+    EXPECT_EQ(c.submissions(), 2u);
+    EXPECT_EQ(c.records().store().get_run("r6")->attempts, 2);
+    c.dequeue("101");
+    const auto ended = c.poll_until_event();
+    ASSERT_EQ(ended.ended.size(), 1u);
+    EXPECT_EQ(ended.ended[0].status, "failed") << "no endless resubmission";
+    const std::string& why = ended.ended[0].error;
+    EXPECT_NE(why.find("--max-attempts 2"), std::string::npos) << why;
+    EXPECT_NE(why.find("without publishing any records"), std::string::npos) << why;
+    EXPECT_NE(why.find("-0.out"), std::string::npos) << "names the job's Slurm output: " << why;
+    EXPECT_EQ(c.submissions(), 2u);
+    EXPECT_FALSE(c.source().stopping()) << "two in a row are not yet a pattern";
+
+    // The engine starts it again (a failed trial of a resumed study runs again): the bound lives
+    // in the database, so nothing is submitted.
+    c.source().start(c.trial("r6"), std::nullopt);
+    const auto again = c.poll_until_event();
+    ASSERT_EQ(again.ended.size(), 1u);
+    EXPECT_EQ(again.ended[0].status, "failed");
+    EXPECT_EQ(c.submissions(), 2u);
+  }
+}
+
+TEST(SlurmTrialSource, SeveralTrialsInARowWhoseJobsVanishStopTheCoordinatorWithTheDiagnosis) {
+  FakeCluster c;
+  for (const char* run : {"v1", "v2", "v3", "v4"}) c.source().start(c.trial(run), std::nullopt);
+  ASSERT_EQ(c.submissions(), 4u);
+  for (const char* id : {"100", "101", "102", "103"}) c.dequeue(id);
+  std::vector<TrialEnd> ends;
+  for (int i = 0; i < 10 && ends.size() < 4; ++i) {
+    for (auto& e : c.source().poll().ended) ends.push_back(e);
+  }
+  EXPECT_TRUE(c.source().stopping());
+  ASSERT_TRUE(c.source().fatal().has_value());
+  EXPECT_NE(c.source().fatal()->find("3 trial jobs in a row ended without publishing any records"),
+            std::string::npos)
+      << *c.source().fatal();
+  EXPECT_NE(c.source().fatal()->find("does not exist"), std::string::npos)
+      << "says the output file is missing: " << *c.source().fatal();
+  // v1 and v2 vanished once each and were submitted again; at v3 the pattern is seen.
+  EXPECT_EQ(c.submissions(), 6u) << "nothing submitted after the pattern was seen";
+  ASSERT_EQ(ends.size(), 4u);
+  for (const auto& end : ends) {
+    const bool gone = end.run_id == "v3" || end.run_id == "v4";
+    EXPECT_EQ(end.status, gone ? "failed" : "preempted") << end.run_id << ": " << end.error;
+  }
+}
+
+// Defect 1: a site's banner on sbatch's (and squeue's) stderr became the job id.
+TEST(SlurmTrialSource, ASiteBannerOnStderrIsNotTheJobId) {
+  FakeCluster c;
+  const std::string fake = c.dir().string();
+  c.replace("sbatch",
+            "echo 'sbatch: INFO: account demo' >&2\n"
+            "n=$(cat " +
+                fake +
+                "/next 2>/dev/null || echo 100)\n"
+                "echo $((n + 1)) > " +
+                fake +
+                "/next\n"
+                "echo \"$n|0|PENDING|batchlab-fake\" >> " +
+                fake +
+                "/queue\n"
+                "echo \"$n $2\" >> " +
+                fake +
+                "/sbatch.log\n"
+                "echo \"$n;cluster1\"\n");
+  c.replace("squeue",
+            "echo 'squeue: INFO: account demo' >&2\ncat " + fake + "/queue 2>/dev/null; true\n");
+  c.source().start(c.trial("b1"), std::nullopt);
+  EXPECT_EQ(trial_slurm_job(c.layout(), "b1"), "100");
+  EXPECT_EQ(c.records().store().get_run("b1")->scheduler_job, "100_0");
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.source().poll().ended.empty());
-  EXPECT_EQ(c.submissions(), 2u);
-  c.dequeue("101");
+  EXPECT_EQ(c.submissions(), 1u) << "the queued job is seen in squeue: not submitted again";
+}
+
+TEST(SlurmTrialSource, SbatchFailingOnceIsRetriedAndALimitStopsTheStudyWithNothingLost) {
+  ::setenv("BATCHLAB_SLURM_RETRY_MS", "1", 1);
+  FakeCluster c;
+  const std::string fake = c.dir().string();
+  const std::string good = "n=$(cat " + fake +
+                           "/next 2>/dev/null || echo 100)\n"
+                           "echo $((n + 1)) > " +
+                           fake +
+                           "/next\n"
+                           "echo \"$n|0|PENDING|batchlab-fake\" >> " +
+                           fake +
+                           "/queue\n"
+                           "echo \"$n $2\" >> " +
+                           fake +
+                           "/sbatch.log\n"
+                           "echo \"$n\"\n";
+  c.replace("sbatch", "if [ ! -e " + fake + "/failed-once ]; then touch " + fake +
+                          "/failed-once; echo 'sbatch: error: Batch job submission failed: "
+                          "Socket timed out on send/recv operation' >&2; exit 1; fi\n" +
+                          good);
+  c.source().start(c.trial("s1"), std::nullopt);
+  EXPECT_EQ(c.submissions(), 1u) << "retried after the time-out";
+  EXPECT_FALSE(c.source().stopping());
+
+  c.replace("sbatch",
+            "echo 'sbatch: error: QOSMaxSubmitJobPerUserLimit' >&2\n"
+            "echo 'sbatch: error: Batch job submission failed: Job violates "
+            "accounting/QOS policy (job submit limit, user's size and/or time limits)' "
+            ">&2\nexit 1\n");
+  c.source().start(c.trial("s2"), std::nullopt);
+  EXPECT_TRUE(c.source().stopping());
+  ASSERT_TRUE(c.source().fatal().has_value());
+  EXPECT_NE(c.source().fatal()->find("submit limit"), std::string::npos) << *c.source().fatal();
+  EXPECT_NE(c.source().fatal()->find("QOSMaxSubmitJobPerUserLimit"), std::string::npos);
+  const auto events = c.source().poll();
+  ASSERT_EQ(events.ended.size(), 2u);
+  for (const auto& end : events.ended) {
+    EXPECT_EQ(end.status, "preempted") << end.run_id << ": no result, nothing failed";
+  }
+  EXPECT_NE(c.records().store().get_run("s2")->status, "failed");
+  EXPECT_EQ(c.records().store().get_run("s2")->attempts.value_or(0), 0) << "not submitted";
+  ::unsetenv("BATCHLAB_SLURM_RETRY_MS");
+}
+
+// Defect 5: the grace was counted from the request, although a trial past the requested step
+// answers only at its next evaluation.
+TEST(SlurmTrialSource, TheStopGraceStartsAtTheFirstEvaluationPublishedAfterTheRequest) {
+  SlurmSourceOptions options;
+  options.stop_grace = std::chrono::milliseconds(300);
+  FakeCluster c(options);
+  c.source().start(c.trial("g1"), std::nullopt);
+  c.publish("g1", "running", {2, 4, 6});
+  c.source().poll();
+  c.source().request_stop("g1", StopRequest{"stopped_by_race", 4});  // already past step 4
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
+  while (std::chrono::steady_clock::now() < until) c.source().poll();
+  EXPECT_EQ(c.cancelled(), "") << "no evaluation since the request: it has not had its chance";
+  c.publish("g1", "running", {2, 4, 6, 8});  // evaluated (perhaps just before the request)
+  c.source().poll();
+  EXPECT_EQ(c.cancelled(), "") << "the grace starts now";
+  const auto later = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  while (std::chrono::steady_clock::now() < later && c.cancelled().empty()) c.source().poll();
+  EXPECT_EQ(c.cancelled(), "100\n") << "a trial that still does not answer is cancelled";
+}
+
+// Defect 7: an unreadable snapshot while adopting (ESTALE on a shared filesystem, a half-visible
+// file) ended the coordinator.
+TEST(SlurmTrialSource, AnUnreadableSnapshotIsFoldedAgainLaterInsteadOfEndingTheCoordinator) {
+  FakeCluster c;
+  fs::create_directories(c.layout().dir("e1"));
+  std::ofstream(c.layout().slurm_job_path("e1")) << "777\n";  // ended meanwhile: not in the queue
+  std::ofstream(c.layout().records_path("e1")) << std::string(4096, 'x');
+  EXPECT_NO_THROW(c.source().start(c.trial("e1"), std::nullopt));
+  EXPECT_EQ(c.submissions(), 0u) << "nothing decided on a snapshot that could not be read";
+  EXPECT_NO_THROW(c.source().poll());
+  c.publish("e1", "done", {1, 2});
   const auto ended = c.poll_until_event();
   ASSERT_EQ(ended.ended.size(), 1u);
-  EXPECT_EQ(ended.ended[0].status, "preempted") << "no result: the engine runs it again later";
-  EXPECT_EQ(c.submissions(), 2u);
+  EXPECT_EQ(ended.ended[0].status, "done");
+  EXPECT_EQ(c.submissions(), 0u);
+}
+
+// The load on the scheduler (docs/sweeps.md, "Load on the scheduler"): a 200-trial study against
+// fake commands that answer at once. One squeue per poll interval for all trials, one sbatch per
+// submission, no scancel without a stop.
+TEST(SlurmTrialSource, SchedulerCallsStayBoundedForA200TrialStudy) {
+  SlurmSourceOptions options;
+  options.max_jobs = 16;
+  options.publish_interval = std::chrono::seconds(3600);
+  FakeCluster c(options);
+  // FakeCluster polls squeue at every poll (interval 0); here the coordinator's cadence, scaled.
+  auto before = slurm_call_counts();
+  const auto start = std::chrono::steady_clock::now();
+  size_t started = 0, ended = 0;
+  int64_t polls = 0;
+  std::vector<std::string> queued;
+  while (ended < 200) {
+    while (started < 200 && c.source().running() < c.source().slots()) {
+      const std::string run = fmt::format("t{:03d}", started++);
+      c.source().start(c.trial(run), std::nullopt);
+      queued.push_back(run);
+    }
+    // The oldest queued trial finishes.
+    if (!queued.empty()) {
+      const std::string run = queued.front();
+      queued.erase(queued.begin());
+      c.publish(run, "done", {1, 2});
+      c.dequeue(trial_slurm_job(c.layout(), run));
+    }
+    ended += c.source().poll().ended.size();
+    ++polls;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto after = slurm_call_counts();
+  const int64_t sbatch = after["sbatch"] - before["sbatch"];
+  const int64_t squeue = after["squeue"] - before["squeue"];
+  const int64_t scancel = after["scancel"] - before["scancel"];
+  std::printf("200 trials: %lld sbatch, %lld squeue, %lld scancel in %lld polls, %.1f s\n",
+              static_cast<long long>(sbatch), static_cast<long long>(squeue),
+              static_cast<long long>(scancel), static_cast<long long>(polls), seconds);
+  EXPECT_EQ(sbatch, 200);
+  EXPECT_EQ(scancel, 0);
+  // Per poll at most one squeue, whatever the number of trials running.
+  EXPECT_LE(squeue, polls) << "more than one squeue per poll";
 }
 
 }  // namespace
