@@ -81,7 +81,10 @@ SweepContext load_sweep(const std::string& spec_path, bool keep_config_toml) {
 
 std::optional<sweeps::FileLock> try_coordinator_lock(const sweeps::RunLayout& layout,
                                                      const std::string& what) {
-  auto lock = sweeps::FileLock::try_acquire(layout.coordinator_lock_path());
+  // Removed when released: a sweep command leaves no lock file behind (nothing to clean up after a
+  // command refused its input).
+  auto lock = sweeps::FileLock::try_acquire(layout.coordinator_lock_path(),
+                                            /*remove_on_release=*/true);
   if (lock) lock->describe(fmt::format("pid {}: batchlab sweep {}\n", ::getpid(), what));
   return lock;
 }

@@ -13,13 +13,14 @@
 #include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "cli/study_printer.h"
-#include "cli/sweep_study_slurm.h"
+#include "cli/study_slurm_jobs.h"
 #include "core/config/canonical.h"
 #include "core/config/schema.h"
 #include "core/errors.h"
 #include "results/query_result.h"
 #include "sweeps/study_engine.h"
 #include "sweeps/study_ladder.h"
+#include "sweeps/study_slurm_coordinator.h"
 #include "sweeps/study_trial_source.h"
 #include "sweeps/sweep_records.h"
 
@@ -265,6 +266,15 @@ int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
               const WorkerChoice& workers) {
   const auto plan = checked_study_plan(ctx);
   const auto lock = coordinator_lock(ctx, "run");
+  // The lock keeps out a coordinator on a host that shares file locks with this one; a Slurm
+  // coordinator job may run on one that does not (sweeps/study_slurm_coordinator.h).
+  if (const auto job = study::live_coordinator(ctx.layout, ctx.spec.name); !job.empty()) {
+    throw Error(fmt::format(
+        "study {}: its coordinator is queued or running as Slurm job {} (sweep submit --slurm); a "
+        "local run beside it would start trials its jobs run; wait for it (`batchlab sweep "
+        "status`) or cancel it with `scancel {}` first",
+        ctx.spec.name, job, job));
+  }
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as decided
   fmt::print("study {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
@@ -292,7 +302,7 @@ int print_study_status(const SweepContext& ctx) {
   // Fold what trials left behind when no coordinator runs: its lock says so, and for a Slurm-run
   // study the queue too (the coordinator's host may not share this host's file locks), whose
   // database is its published snapshot, overwritten by its next publication.
-  const std::string slurm_coordinator = live_study_coordinator(ctx);
+  const std::string slurm_coordinator = study::live_coordinator(ctx.layout, ctx.spec.name);
   if (!slurm_coordinator.empty()) {
     fmt::print("  (its coordinator is Slurm job {}: this is its last published database)\n",
                slurm_coordinator);
@@ -306,7 +316,7 @@ int print_study_status(const SweepContext& ctx) {
         trials.jobs.push_back(job);
       }
       // Trials queued or running in Slurm are folded as they are (their jobs publish records).
-      records.reconcile(trials, study_trials_in_slurm(ctx));
+      records.reconcile(trials, study::trials_in_slurm(ctx.layout, ctx.spec.name));
     } else {
       fmt::print("  (a coordinator is active: {})\n",
                  sweeps::lock_description(ctx.layout.coordinator_lock_path()));

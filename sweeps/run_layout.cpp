@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 
 namespace batchlab::sweeps {
@@ -81,39 +83,72 @@ void RunLayout::write_config(const std::string& run_id, const std::string& canon
   std::error_code ec;
   fs::create_directories(dir(run_id), ec);
   if (ec) throw Error(fmt::format("cannot create run folder {}: {}", dir(run_id), ec.message()));
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << canonical_toml;
-    if (!out) throw Error(fmt::format("cannot write {}", tmp));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) throw Error(fmt::format("cannot move {} into place: {}", path, ec.message()));
+  write_file_atomically(path, canonical_toml);
 }
 
-std::optional<FileLock> FileLock::try_acquire(const std::string& path) {
+namespace {
+
+// flock(2) failing for another reason than a holder: the filesystem cannot lock at all.
+[[noreturn]] void throw_lock_error(const std::string& path, int err) {
+  throw Error(fmt::format(
+      "cannot lock {}: {} (flock(2)); this filesystem does not support the file locks batchlab "
+      "keeps one coordinator per sweep with: put the sweep's runs folder on one that does "
+      "([sweep] runs_dir: a local disk, NFSv4, Lustre mounted with -o flock; docs/sweeps.md, "
+      "\"What a site needs\")",
+      path, std::strerror(err)));
+}
+
+}  // namespace
+
+std::optional<FileLock> FileLock::try_acquire(const std::string& path, bool remove_on_release) {
   std::error_code ec;
   const auto parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(fmt::format("cannot open lock file {}: {}", path, std::strerror(errno)));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  // A holder that removes the file on release may do so between our open and our flock: then we
+  // hold a lock on a file nobody else will open, and try again on the one at `path`.
+  for (int tries = 0; tries < 8; ++tries) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw Error(fmt::format("cannot open lock file {}: {}", path, std::strerror(errno)));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) return std::nullopt;
+      throw_lock_error(path, err);
+    }
+    if (!remove_on_release) return FileLock(fd, "");
+    struct stat held {
+    }, at_path{};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &at_path) == 0 &&
+        held.st_dev == at_path.st_dev && held.st_ino == at_path.st_ino) {
+      return FileLock(fd, path);
+    }
     ::close(fd);
-    return std::nullopt;
   }
-  return FileLock(fd);
+  return std::nullopt;
 }
 
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+void FileLock::release() noexcept {
+  if (fd_ < 0) return;
+  // Removed while still held, so nobody can lock the file between its removal and our close.
+  if (!remove_path_.empty()) ::unlink(remove_path_.c_str());
+  ::close(fd_);  // closing the last descriptor releases the flock
+  fd_ = -1;
+  // The folder the lock made, when nothing else is in it (a command that stopped early).
+  if (!remove_path_.empty()) ::rmdir(fs::path(remove_path_).parent_path().c_str());
 }
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+FileLock::~FileLock() { release(); }
+
+FileLock::FileLock(FileLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), remove_path_(std::move(other.remove_path_)) {}
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    release();
     fd_ = std::exchange(other.fd_, -1);
+    remove_path_ = std::move(other.remove_path_);
   }
   return *this;
 }
@@ -128,9 +163,14 @@ void FileLock::describe(const std::string& text) {
 bool lock_held(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    ::close(fd);
+    return false;
+  }
+  const int err = errno;
   ::close(fd);
-  return held;
+  if (err != EWOULDBLOCK) throw_lock_error(path, err);
+  return true;
 }
 
 std::string lock_description(const std::string& path) {

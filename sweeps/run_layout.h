@@ -69,9 +69,14 @@ class RunLayout {
 // An exclusive flock on a file, released on destruction (or by the kernel when the process ends).
 class FileLock {
  public:
-  // nullopt when another process holds it. Creates the file (and its folder) when missing.
-  // Throws batchlab::Error when the file cannot be opened.
-  static std::optional<FileLock> try_acquire(const std::string& path);
+  // nullopt when another process holds it. Creates the file (and its folder) when missing. With
+  // `remove_on_release` the holder removes the file when it lets go (a lock taken only for a
+  // command's duration leaves nothing behind); the file then may be removed under a waiting
+  // opener, so a lock is only taken on the file that is at `path` after locking.
+  // Throws batchlab::Error naming the path when the file cannot be opened, or when flock(2) itself
+  // fails (ENOLCK, ENOSYS, EOPNOTSUPP: a filesystem without file locks), which is not a held lock.
+  static std::optional<FileLock> try_acquire(const std::string& path,
+                                             bool remove_on_release = false);
   ~FileLock();
   FileLock(FileLock&& other) noexcept;
   FileLock& operator=(FileLock&& other) noexcept;
@@ -83,11 +88,14 @@ class FileLock {
   void describe(const std::string& text);
 
  private:
-  explicit FileLock(int fd) : fd_(fd) {}
+  FileLock(int fd, std::string remove_path) : fd_(fd), remove_path_(std::move(remove_path)) {}
+  void release() noexcept;
   int fd_ = -1;
+  std::string remove_path_;  // removed on release ("" to keep the file)
 };
 
-// Whether some process holds the lock on `path` (false when the file does not exist).
+// Whether some process holds the lock on `path` (false when the file does not exist). Throws
+// batchlab::Error, as try_acquire does, when flock(2) fails for another reason than a holder.
 bool lock_held(const std::string& path);
 
 // The text a holder recorded with FileLock::describe ("" when none).

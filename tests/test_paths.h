@@ -18,5 +18,8 @@ const char* peer_python();
 const char* binary();
 // The dashboard tests' database, made by the CTest fixture serve_fixture_db.
 const char* serve_fixture_db();
+// A shared library whose flock(2) fails with ENOLCK, for LD_PRELOAD
+// (tests/sweeps/flock_enolck_shim.cpp).
+const char* flock_enolck_shim();
 
 }  // namespace batchlab::test_paths
