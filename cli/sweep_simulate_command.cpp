@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "cli/args.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
+#include "results/errors.h"
+#include "results/ingest.h"
 #include "results/query_result.h"
 #include "results/store.h"
 #include "sweeps/study_plan.h"
@@ -89,11 +92,27 @@ int cmd_sweep_simulate(const std::vector<std::string>& argv) {
                     ctx.spec.source));
   }
   const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
-  // A copy: the Store migrates what it opens, and DB must stay as it is.
+  // A copy: the Store migrates what it opens, and DB must stay as it is. A consistent one: a
+  // WAL-mode file's latest rows may still be in its -wal, which a plain file copy leaves behind.
   Scratch scratch;
   const fs::path copy = scratch.dir / "recorded.db";
-  fs::copy_file(*from, copy);
-  results::Store recorded(copy.string());
+  std::optional<results::Store> opened;
+  try {
+    results::snapshot_database(*from, copy.string());
+    opened.emplace(copy.string());
+  } catch (const results::StoreError& e) {
+    throw InputError(fmt::format(
+        "--from {}: not a batchlab database this batchlab can read ({}); pass the database a "
+        "finished run of the study wrote (its [sweep] results key)",
+        *from, e.what()));
+  }
+  results::Store& recorded = *opened;
+  if (recorded.read_study_trials(ctx.spec.name).empty()) {
+    throw InputError(fmt::format(
+        "--from {}: holds none of study {}'s trials, so there is nothing to replay; pass the "
+        "database a run of this study wrote ({} by its spec)",
+        *from, ctx.spec.name, ctx.spec.results));
+  }
   analysis::TableBuilder b;
   int run = 0;
   for (size_t n : workers) {

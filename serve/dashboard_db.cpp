@@ -21,12 +21,6 @@ namespace {
 const char* const kRequiredTables[] = {"runs",        "steps",       "evals",
                                        "layer_stats", "noise_scale", "milestones"};
 
-std::pair<std::uint64_t, std::uint64_t> file_id(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return {0, 0};
-  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-}
-
 std::string file_version(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "-";
@@ -114,7 +108,6 @@ DashboardDb::DashboardDb(std::string path) : path_(std::move(path)) {
                    : "no such file; pass the database a sweep writes (the [sweep] results key, "
                      "e.g. results/quickstart.db after `bash scripts/quickstart.sh`)");
   }
-  file_id_ = file_id(path_);
   std::string signature = current_signature();
   auto db = open_readonly(path_);
   schema_version_ = check_schema(*db);
@@ -129,13 +122,6 @@ std::string DashboardDb::current_signature() const {
                               "the database file is gone (deleted or moved since the server "
                               "started); restart `batchlab serve` with its new path");
   }
-  if (std::make_pair(static_cast<std::uint64_t>(st.st_dev),
-                     static_cast<std::uint64_t>(st.st_ino)) != file_id_) {
-    throw results::StoreError(path_,
-                              "another file has taken the database's place since the server "
-                              "started (a sweep started over?); restart `batchlab serve` to "
-                              "show it");
-  }
   // The header holds the page count, change counter and schema cookie: a file overwritten in
   // place with other contents differs here even when its size and time do not.
   char header[100] = {};
@@ -143,7 +129,10 @@ std::string DashboardDb::current_signature() const {
   in.read(header, sizeof header);
   const auto got = static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount()));
   std::error_code ec;
-  return fmt::format("{}.{}.{}/{}{}/", static_cast<long long>(st.st_size),
+  // The file's identity is part of it: a study's coordinator publishes each snapshot as a new file
+  // renamed into place, and connections opened on the old one would never see the new one.
+  return fmt::format("{}:{}/{}.{}.{}/{}{}/", static_cast<unsigned long long>(st.st_dev),
+                     static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
                      static_cast<long long>(st.st_mtim.tv_sec),
                      static_cast<long long>(st.st_mtim.tv_nsec),
                      std::filesystem::exists(path_ + "-wal", ec) ? 'w' : '-',

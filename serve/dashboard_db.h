@@ -2,9 +2,10 @@
 // read-only connections (SQLITE_OPEN_READONLY and PRAGMA query_only), one per request thread at a
 // time. In WAL mode these readers neither block nor are blocked by the sweep that writes the file;
 // nothing here can write to it, and nothing is created beside it (results::open_for_reading).
-// Every lease looks at the file on disk first: a file overwritten in place gets fresh connections
-// (checked again), and a deleted file or another file in its place is refused with the reason, so
-// no answer comes from a cached copy of a database that is no longer there.
+// Every lease looks at the file on disk first: a file overwritten in place, or another file renamed
+// into its place (how a Slurm-run study publishes its database), gets fresh connections, checked
+// again: a batchlab database of the schema served is followed, anything else is refused with the
+// reason, and so is a deleted file. No answer comes from a database that is no longer there.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,8 @@ class DashboardDb {
   std::string data_version() const;
 
   // Runs fn(results::Connection&) with a pooled read-only connection and returns its result.
-  // Throws results::StoreError naming the problem when the file on disk is gone, is another file
-  // than the one served, or (overwritten in place) is no longer a batchlab database of this schema.
+  // Throws results::StoreError naming the problem when the file on disk is gone, or (overwritten or
+  // replaced) is no longer a batchlab database of this schema.
   template <class F>
   auto with_connection(F&& fn) {
     Lease lease(*this);
@@ -70,15 +71,12 @@ class DashboardDb {
     std::string signature;  // of the file when the connection was opened
   };
 
-  // What the file on disk is now (size, modification time, header, whether -wal and -shm exist);
-  // throws results::StoreError when it is gone or another file took its place.
+  // What the file on disk is now (device and inode, size, modification time, header, whether -wal
+  // and -shm exist); throws results::StoreError when it is gone.
   std::string current_signature() const;
 
   std::string path_;
   std::int64_t schema_version_ = 0;
-  // The file the pool's connections have open (device, inode): a file put in its place later is
-  // another database, which those connections would never see.
-  std::pair<std::uint64_t, std::uint64_t> file_id_{0, 0};
   std::mutex mutex_;
   std::vector<Pooled> idle_;
   std::string checked_signature_;  // the file's signature when check_schema last passed

@@ -1,5 +1,6 @@
-// What the dashboard answers about the file on disk now: a database overwritten in place is read
-// anew by every endpoint, one replaced by another file (or emptied) is refused with the reason
+// What the dashboard answers about the file on disk now: a database overwritten in place or
+// replaced by another batchlab database is read anew by every endpoint, one replaced by another
+// kind of file (or emptied) is refused with the reason
 // (503, never a parameter blamed); filters compare numbers as numbers and refuse values that are
 // not; and reading a database leaves nothing beside it (no empty -wal or -shm), while a writer that
 // starts later is still seen.
@@ -114,21 +115,43 @@ TEST(ServeFreshness, ADatabaseOverwrittenInPlaceIsReadAnewByEveryEndpoint) {
   EXPECT_FALSE(json::parse(status->body)["error"].is_null()) << status->body;
 }
 
-TEST(ServeFreshness, AnotherFileInTheDatabasesPlaceIsRefusedWithTheReason) {
+// How a Slurm-run study's coordinator publishes: every snapshot is a new file renamed into place.
+// The dashboard follows a batchlab database put there (answers from the new file at once), and
+// refuses only a file that is not one.
+TEST(ServeFreshness, ADatabaseRenamedIntoPlaceIsFollowedAndAnythingElseRefused) {
   cli::testing::TempDir dir("serve-fresh");
   const fs::path served = changed_copy(dir.path, "served.db", "");
-  const fs::path other = changed_copy(dir.path, "other.db", "DELETE FROM runs");
   const std::string run = testing::column_of("SELECT run_id FROM runs ORDER BY run_id").at(0);
   DashboardDb db(served.string());
   RunningServer running(db);
   httplib::Client client("127.0.0.1", running.port());
   ASSERT_EQ(client.Get("/api/runs")->status, 200);
-  fs::rename(other, served);  // a sweep started over: a new file under the same name
+  for (int publish = 0; publish < 3; ++publish) {
+    // The next snapshot: one run fewer each time.
+    const fs::path next = changed_copy(
+        dir.path, fmt::format("next{}.db", publish),
+        fmt::format("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs ORDER BY run_id "
+                    "LIMIT {})",
+                    publish + 1));
+    const std::size_t runs_now = count_in(next, "SELECT count(*) FROM runs");
+    fs::rename(next, served);
+    for (const auto& path : every_endpoint(run)) {
+      const auto res = client.Get(path);
+      ASSERT_TRUE(res) << path;
+      EXPECT_NE(res->status, 503) << path << " " << res->body;
+    }
+    const auto runs = client.Get("/api/runs");
+    ASSERT_EQ(runs->status, 200) << runs->body;
+    EXPECT_EQ(json::parse(runs->body)["rows"].size(), runs_now) << "answered from the old file";
+  }
+  const fs::path junk = dir.path / "junk.db";
+  std::ofstream(junk) << "not a database at all";
+  fs::rename(junk, served);
   for (const auto& path : every_endpoint(run)) {
     const auto res = client.Get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 503) << path << " " << res->body;
-    EXPECT_NE(json::parse(res->body).value("error", "").find("another file has taken"),
+    EXPECT_NE(json::parse(res->body).value("error", "").find("not an SQLite database"),
               std::string::npos)
         << path << " " << res->body;
   }
