@@ -73,7 +73,9 @@ void AtomicFiles::discard() noexcept {
   pending_.clear();
 }
 
-void AtomicFiles::write(const std::string& path, std::string_view bytes) {
+void AtomicFiles::write(const std::string& path, std::string_view bytes) { write(path, {bytes}); }
+
+void AtomicFiles::write(const std::string& path, std::initializer_list<std::string_view> parts) {
   const fs::path target(path);
   std::string tmp = (folder_of(path) / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
   const int fd = ::mkstemp(tmp.data());
@@ -87,18 +89,19 @@ void AtomicFiles::write(const std::string& path, std::string_view bytes) {
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
-  const char* data = bytes.data();
-  size_t left = bytes.size();
   int error = 0;
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = errno;
-      break;
+  for (std::string_view bytes : parts) {
+    const char* data = bytes.data();
+    size_t left = bytes.size();
+    while (left > 0 && error == 0) {
+      const ssize_t n = ::write(fd, data, left);
+      if (n < 0) {
+        if (errno != EINTR) error = errno;
+        continue;
+      }
+      data += n;
+      left -= static_cast<size_t>(n);
     }
-    data += n;
-    left -= static_cast<size_t>(n);
   }
   if (error == 0 && ::fsync(fd) != 0) error = errno;
   if (::close(fd) != 0 && error == 0) error = errno;
@@ -122,8 +125,12 @@ void AtomicFiles::commit() {
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
+  write_file_atomically(path, {bytes});
+}
+
+void write_file_atomically(const std::string& path, std::initializer_list<std::string_view> parts) {
   AtomicFiles files;
-  files.write(path, bytes);
+  files.write(path, parts);
   files.commit();
 }
 

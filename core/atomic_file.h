@@ -5,6 +5,7 @@
 // through one AtomicFiles appear together: none is renamed until all are written.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,9 @@ class AtomicFiles {
   // a folder), Error when the write itself fails (no space left, a file size limit): in both
   // cases every temporary made so far is removed.
   void write(const std::string& path, std::string_view bytes);
+  // The same with the file's bytes given in parts, written one after the other (a header and a
+  // large payload, without joining them in memory first).
+  void write(const std::string& path, std::initializer_list<std::string_view> parts);
 
   // Renames every temporary over its target, in the order written. A rename that fails removes the
   // temporaries not yet renamed and throws InputError.
@@ -46,5 +50,6 @@ class AtomicFiles {
 
 // One file through AtomicFiles: write, then commit.
 void write_file_atomically(const std::string& path, std::string_view bytes);
+void write_file_atomically(const std::string& path, std::initializer_list<std::string_view> parts);
 
 }  // namespace batchlab

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 
 namespace batchlab {
@@ -63,16 +64,13 @@ std::string StopRequest::at_step(int64_t honoured_at) const {
 
 void write_stop_request(const std::string& path, const StopRequest& request) {
   namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp";
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << request.reason << ' ' << request.step << '\n';
-    if (!out) throw Error(fmt::format("cannot write the stop request {}", tmp));
+  try {
+    write_file_atomically(path, fmt::format("{} {}\n", request.reason, request.step));
+  } catch (const Error& e) {
+    throw Error(fmt::format("cannot write the stop request: {}", e.what()));
   }
-  fs::rename(tmp, path, ec);
-  if (ec) throw Error(fmt::format("cannot move the stop request into {}: {}", path, ec.message()));
 }
 
 }  // namespace batchlab

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "experiments/data/jpeg_codec.h"
 
@@ -167,14 +168,9 @@ void write_pack_index(const std::string& dir, const PackIndex& index) {
   w.u32(crc32_of(w.bytes().data(), w.bytes().size()));
 
   const fs::path final_path = fs::path(dir) / kPackIndexFile;
-  const fs::path tmp = fs::path(dir) / (std::string(kPackIndexFile) + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(w.bytes().data()),
-              static_cast<std::streamsize>(w.bytes().size()));
-    if (!out.flush()) throw Error(fmt::format("{}: write failed", tmp.string()));
-  }
-  fs::rename(tmp, final_path);
+  write_file_atomically(
+      final_path.string(),
+      std::string_view(reinterpret_cast<const char*>(w.bytes().data()), w.bytes().size()));
 }
 
 PackIndex read_pack_index(const std::string& dir) {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "experiments/data/packed_format.h"  // crc32_of: one CRC-32 for every shard format
 
@@ -149,14 +150,7 @@ void TokenShardWriter::finish() {
   }
   // Written under a temporary name and renamed: the index appears complete or not at all.
   const auto path = std::filesystem::path(dir_) / kShardIndexName;
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << index.str();
-    f.close();
-    if (!f) throw DataError(fmt::format("{}: write failed", tmp));
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path.string(), index.str());
   finished_ = true;
 }
 
