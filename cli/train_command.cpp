@@ -126,7 +126,10 @@ constexpr const char* kTrainUsage =
     "  --nproc N             data parallel over N local processes\n"
     "  --stop-file PATH      read after every evaluation: a line `REASON STEP` there (e.g.\n"
     "                        `pruned 120`) ends the run at its first evaluation at or past STEP,\n"
-    "                        status stopped, exit 0 (studies use it; a malformed file is ignored)";
+    "                        status stopped, exit 0 (studies use it; a malformed file is ignored)\n"
+    "  --records-end STEP    the last step the run's records in --db hold (set by `sweep\n"
+    "                        slurm-task`, whose records may lag its checkpoints): no checkpoint\n"
+    "                        past it is resumed from, so that every step is recorded";
 
 // The job as the command line and the config file give it.
 struct Job {
@@ -207,6 +210,13 @@ train::TrainerOptions trainer_options(const Args& args, const Job& job, const di
   options.stop_requested = &g_train_stop_requested;
   options.run_id = job.run_id;
   options.stop_file = args.value("stop-file").value_or("");
+  if (auto end = args.integer("records-end")) {
+    if (*end < 0) {
+      throw UsageError(fmt::format("--records-end {}: must be a step, 0 or more\nusage: {}", *end,
+                                   args.usage()));
+    }
+    options.records_end = *end;
+  }
   if (rv.distributed()) options.data_parallel = join_ranks(job, rv, device);
   // Checkpoints live beside the database unless told otherwise: <db dir>/checkpoints/<run id>/.
   // A run whose directory holds a checkpoint of this configuration resumes from it.
@@ -258,7 +268,8 @@ int cmd_train(const std::vector<std::string>& argv) {
              {"run-id", true, false},
              {"checkpoint-dir", true, false},
              {"nproc", true, false},
-             {"stop-file", true, false}},
+             {"stop-file", true, false},
+             {"records-end", true, false}},
             kTrainUsage);
   if (auto nproc = args.integer("nproc")) return launch(args, argv, *nproc);
 

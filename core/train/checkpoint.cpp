@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/config/sha256.h"
 #include "core/errors.h"
 
@@ -62,23 +63,17 @@ void read_rng(torch::serialize::InputArchive& archive, const c10::Device& device
   }
 }
 
-// Header + checksum + payload, through a temporary file and a rename.
+// Header + checksum + payload, through a temporary file and a rename (core/atomic_file.h).
 void write_framed(const std::string& final_path, const std::string& payload) {
   config::Sha256 sha;
   sha.update(payload);
   const auto digest = sha.digest();
   const uint64_t length = payload.size();
-  const std::string tmp_path = final_path + ".tmp";
-  {
-    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-    out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&length), 8);
-    out.write(reinterpret_cast<const char*>(digest.data()), 32);
-    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-    out.flush();
-    if (!out) throw Error(fmt::format("{}: cannot write checkpoint", tmp_path));
-  }
-  fs::rename(tmp_path, final_path);
+  write_file_atomically(
+      final_path,
+      {std::string_view(kMagic, 8),
+       std::string_view(reinterpret_cast<const char*>(&length), sizeof length),
+       std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()), payload});
 }
 
 std::string archive_bytes(torch::serialize::OutputArchive& archive) {
@@ -185,8 +180,17 @@ std::string CheckpointStore::save(const CheckpointContents& contents, torch::nn:
 std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string& expected_hash,
                                                                torch::nn::Module& model,
                                                                torch::optim::Optimizer& optimizer,
-                                                               std::vector<std::string>& warnings) {
+                                                               std::vector<std::string>& warnings,
+                                                               std::optional<int64_t> at_most) {
   for (const auto& path : list()) {
+    if (at_most && step_of(path) > *at_most) {
+      warnings.push_back(fmt::format(
+          "{}: not resumed from: the run's records end at step {}, so the steps up to {} would "
+          "be missing from them (they were lost with the host that trained them); an older "
+          "checkpoint, or the start, is used",
+          path, *at_most, step_of(path)));
+      continue;
+    }
     torch::serialize::InputArchive archive;
     try {
       open_archive(path, archive);

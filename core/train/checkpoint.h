@@ -70,11 +70,13 @@ class CheckpointStore {
   // Loads the newest readable checkpoint into model and optimizer and returns its contents;
   // nullopt when there is none. A checkpoint whose config hash differs from `expected_hash` is a
   // CheckpointError. Unreadable newer files are skipped; their paths and reasons land in
-  // `warnings`.
+  // `warnings`. With `at_most`, checkpoints past that step are skipped too (with a warning): the
+  // run's records end there, and resuming later would leave the steps between out of them.
   std::optional<CheckpointContents> load_latest(const std::string& expected_hash,
                                                 torch::nn::Module& model,
                                                 torch::optim::Optimizer& optimizer,
-                                                std::vector<std::string>& warnings);
+                                                std::vector<std::string>& warnings,
+                                                std::optional<int64_t> at_most = std::nullopt);
 
   // This rank's RNG states at `step` (data-parallel ranks other than 0). Returns the file written.
   std::string save_rank_state(const std::string& config_hash, int64_t step, int64_t rank);

@@ -320,8 +320,8 @@ void Trainer::save_checkpoint(int64_t updates_done) {
 int64_t Trainer::resume() {
   if (!options_.checkpoints) return 0;
   std::vector<std::string> warnings;
-  auto loaded = options_.checkpoints->load_latest(options_.run_id, task_.model(),
-                                                  optimizer_->optimizer(), warnings);
+  auto loaded = options_.checkpoints->load_latest(
+      options_.run_id, task_.model(), optimizer_->optimizer(), warnings, options_.records_end);
   if (loaded && rank_ > 0 &&
       !options_.checkpoints->load_rank_state(options_.run_id, loaded->state.step, rank_,
                                              warnings)) {

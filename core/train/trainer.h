@@ -94,6 +94,10 @@ struct TrainerOptions {
   std::string stop_file;
   std::string run_id;                            // stored in checkpoints; resume checks it
   std::shared_ptr<CheckpointStore> checkpoints;  // null: no checkpoints
+  // The last step the run's records hold, when they may lag its checkpoints (a Slurm task's
+  // records are published from node-local disk; a lost node loses what was not published yet):
+  // resume from no checkpoint past it, so that every step is recorded. nullopt: no limit.
+  std::optional<int64_t> records_end;
   double noise_ema = 0.95;
   // Called with the step at the measurement point before every update (where the per-layer
   // statistics copy the weights), with the training clock paused: whatever it costs is not

@@ -186,5 +186,37 @@ TEST(Checkpoint, TruncatedFileIsNamed) {
   EXPECT_NE(warnings[0].find("truncated"), std::string::npos) << warnings[0];
 }
 
+// A Slurm task's records lag its checkpoints (records are published from node-local disk): a node
+// lost after a checkpoint and before the next publication must not leave steps unrecorded.
+TEST(Checkpoint, NoCheckpointPastTheRecordsEndIsResumedFrom) {
+  TempDir dir;
+  CheckpointStore store(dir.path.string());
+  ToyTask task;
+  config::OptimConfig oc;
+  auto opt = optim::make_optimizer(oc, task.named_parameters(), 0.1);
+  CheckpointContents c{"aaaaaaaaaaaaaaaa", {}};
+  c.state.step = 4;
+  store.save(c, task.model(), opt->optimizer());
+  c.state.step = 8;
+  store.save(c, task.model(), opt->optimizer());
+  std::vector<std::string> warnings;
+  auto loaded =
+      store.load_latest("aaaaaaaaaaaaaaaa", task.model(), opt->optimizer(), warnings, int64_t{6});
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->state.step, 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("records end at step 6"), std::string::npos) << warnings[0];
+
+  warnings.clear();
+  EXPECT_FALSE(
+      store.load_latest("aaaaaaaaaaaaaaaa", task.model(), opt->optimizer(), warnings, int64_t{0}))
+      << "no records at all: the run starts over";
+  EXPECT_EQ(warnings.size(), 2u);
+  warnings.clear();
+  loaded = store.load_latest("aaaaaaaaaaaaaaaa", task.model(), opt->optimizer(), warnings);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->state.step, 8) << "no limit given: the newest";
+}
+
 }  // namespace
 }  // namespace batchlab::train
