@@ -195,7 +195,12 @@ std::shared_ptr<train::DataParallel> join_ranks(const Job& job, const dist::Rend
   group.timeout = std::chrono::milliseconds(std::llround(job.cfg.train.dist_timeout_s * 1000.0));
   group.rendezvous_timeout =
       std::max<std::chrono::milliseconds>(group.timeout, kRendezvousAllowance);
-  auto dp = std::make_shared<dist::ProcessGroupDataParallel>(dist::connect(rv, group));
+  auto pg = dist::connect(rv, group);
+  // Every rank says where it listens: the first thing to read when ranks on different hosts
+  // cannot reach each other.
+  fmt::print("rank {} of {}: {}\n", rv.rank, rv.world_size, pg->transport());
+  std::fflush(stdout);
+  auto dp = std::make_shared<dist::ProcessGroupDataParallel>(std::move(pg));
   if (rv.rank != 0) {
     torch::manual_seed(
         train::mix_seed(static_cast<uint64_t>(job.cfg.train.seed), static_cast<uint64_t>(rv.rank)));

@@ -4,7 +4,8 @@
 # state, spool, logs and pid files under DIR, and waits until the node is idle;
 # `slurm_local.sh stop DIR` stops what start started. Use `export SLURM_CONF=DIR/slurm.conf` for
 # sbatch and squeue. Needs root (the daemons run as SlurmUser=root) and scripts/slurm_setup.sh.
-# Ports: SLURM_LOCAL_PORT (default 6817) for slurmctld, +1 for slurmd.
+# Ports: SLURM_LOCAL_PORT (default 6817) for slurmctld, +1 for slurmd. The multi-node cluster
+# (scripts/slurm_cluster.sh) shares its munge and slurm.conf parts (scripts/slurm_common.sh).
 set -euo pipefail
 
 cmd=${1:-}
@@ -14,22 +15,12 @@ if [[ -z "$cmd" || -z "$dir" ]]; then
   exit 2
 fi
 dir=$(realpath -m "$dir")
-
-stop() {
-  for f in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munged.pid.started"; do
-    [[ -f "$f" ]] || continue
-    pid=$(cat "$f" 2>/dev/null || true)
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$f"
-  done
-}
+# shellcheck source=scripts/slurm_common.sh
+source "$(dirname "$0")/slurm_common.sh"
 
 if [[ "$cmd" == "stop" ]]; then
-  stop
+  slurm_stop_pid "$dir/slurmd.pid" "$dir/slurmctld.pid"
+  slurm_stop_munge "$dir"
   exit 0
 fi
 [[ "$cmd" == "start" ]] || { echo "usage: slurm_local.sh start|stop DIR" >&2; exit 2; }
@@ -38,81 +29,30 @@ mkdir -p "$dir/state" "$dir/spool" "$dir/log"
 port=${SLURM_LOCAL_PORT:-6817}
 host=$(hostname -s)
 
-# MUNGE authenticates every Slurm message; one daemon per host serves all users.
-if ! pgrep -x munged >/dev/null 2>&1; then
-  if [[ ! -s /etc/munge/munge.key ]]; then
-    if command -v mungekey >/dev/null 2>&1; then
-      mungekey --create --keyfile=/etc/munge/munge.key
-    else
-      dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
-    fi
-    chown munge:munge /etc/munge/munge.key 2>/dev/null || true
-    chmod 400 /etc/munge/munge.key
-  fi
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null || true
-  if id munge >/dev/null 2>&1; then
-    runuser -u munge -- /usr/sbin/munged
-  else
-    /usr/sbin/munged --force
-  fi
-  for _ in $(seq 50); do [[ -s /run/munge/munged.pid ]] && break; sleep 0.1; done
-  cp /run/munge/munged.pid "$dir/munged.pid.started" 2>/dev/null || pgrep -o -x munged > "$dir/munged.pid.started"
-fi
-
+slurm_start_munge "$dir"
 # The node's real CPU count and memory, as slurmd measures them.
-node_line=$(slurmd -C | head -1)
-cpus=$(sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' <<<"$node_line")
-mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$node_line")
+read -r cpus mem < <(slurm_node_resources)
 
-cat > "$dir/slurm.conf" <<CONF
-ClusterName=batchlab-test
+{
+  slurm_conf_common "$dir" "$port"
+  cat <<CONF
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CryptoType=crypto/munge
-MpiDefault=none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-SwitchType=switch/none
-ReturnToService=2
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
-SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmctldTimeout=30
 SlurmdTimeout=30
-InactiveLimit=0
-MinJobAge=300
-KillWait=10
-Waittime=0
-NodeName=$host NodeAddr=127.0.0.1 CPUs=${cpus:-1} RealMemory=${mem:-1000} State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
+} > "$dir/slurm.conf"
 
 export SLURM_CONF="$dir/slurm.conf"
 slurmctld -f "$SLURM_CONF"
 slurmd -f "$SLURM_CONF"
-for _ in $(seq 60); do
-  state=$(sinfo -h -N -o '%t' 2>/dev/null | head -1 || true)
-  if [[ "$state" == "idle" ]]; then
-    echo "slurm_local: cluster up on $host ($cpus CPUs), SLURM_CONF=$SLURM_CONF"
-    exit 0
-  fi
-  if [[ "$state" == "down"* || "$state" == "drain"* ]]; then
-    scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
-  fi
-  sleep 1
-done
-echo "slurm_local: the node did not become idle (state '${state:-none}'); logs in $dir/log" >&2
+if slurm_wait_idle 1 60; then
+  echo "slurm_local: cluster up on $host ($cpus CPUs), SLURM_CONF=$SLURM_CONF"
+  exit 0
+fi
+echo "slurm_local: the node did not become idle; logs in $dir/log" >&2
 tail -20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
 exit 1

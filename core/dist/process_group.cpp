@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "core/dist/host_address.h"
 #include "core/torch_version.h"
 #include "core/train/device.h"
 
@@ -86,8 +87,8 @@ class C10dPending final : public PendingCollective {
 template <class PG>
 class C10dGroup final : public ProcessGroup {
  public:
-  C10dGroup(c10::intrusive_ptr<PG> pg, GroupIdentity id, c10::Device device)
-      : pg_(std::move(pg)), id_(std::move(id)), device_(device) {}
+  C10dGroup(c10::intrusive_ptr<PG> pg, GroupIdentity id, c10::Device device, std::string transport)
+      : pg_(std::move(pg)), id_(std::move(id)), device_(device), transport_(std::move(transport)) {}
 
   ~C10dGroup() override {
     // The destructor of a process group whose peer vanished waits for its queued collectives,
@@ -98,6 +99,7 @@ class C10dGroup final : public ProcessGroup {
   int64_t rank() const override { return id_.rank; }
   int64_t world_size() const override { return id_.world; }
   c10::Device device() const override { return device_; }
+  std::string transport() const override { return transport_; }
 
   std::unique_ptr<PendingCollective> all_reduce_sum(torch::Tensor t, std::string what) override {
     std::vector<at::Tensor> tensors{std::move(t)};
@@ -125,21 +127,14 @@ class C10dGroup final : public ProcessGroup {
   c10::intrusive_ptr<PG> pg_;
   GroupIdentity id_;
   c10::Device device_;
+  std::string transport_;
 };
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
-}
-
-// The network interface Gloo binds to: GLOO_SOCKET_IFNAME when set (as with torch), the loopback
-// when every rank is on this host, otherwise the address this host's name resolves to.
-std::shared_ptr<::gloo::transport::Device> gloo_device(const Rendezvous& rv) {
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-  }
-  if (is_loopback(rv.master_addr))
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  return c10d::ProcessGroupGloo::createDefaultDevice();
+// Gloo binds the address the other ranks can reach this one at (host_address.h says how it is
+// chosen).
+std::shared_ptr<::gloo::transport::Device> gloo_device(const GlooBinding& binding) {
+  if (binding.by_interface) return c10d::ProcessGroupGloo::createDeviceForInterface(binding.value);
+  return c10d::ProcessGroupGloo::createDeviceForHostname(binding.value);
 }
 
 }  // namespace
@@ -203,18 +198,22 @@ std::unique_ptr<ProcessGroup> connect(const Rendezvous& rv, const GroupOptions& 
       o->timeout = options.timeout;
       auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(rv.rank),
                                                             static_cast<int>(rv.world_size), o);
-      return std::make_unique<C10dGroup<c10d::ProcessGroupNCCL>>(std::move(pg), id, options.device);
+      return std::make_unique<C10dGroup<c10d::ProcessGroupNCCL>>(
+          std::move(pg), id, options.device,
+          "nccl (its own choice of interfaces: NCCL_SOCKET_IFNAME)");
 #else
       throw InputError("NCCL requested in a build without it");
 #endif
     }
+    const GlooBinding binding = gloo_binding(rv, process_env, local_address_towards);
     auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    o->devices.push_back(gloo_device(rv));
+    o->devices.push_back(gloo_device(binding));
     o->threads = 2;  // two buckets in flight at once
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(rv.rank),
                                                           static_cast<int>(rv.world_size), o);
-    return std::make_unique<C10dGroup<c10d::ProcessGroupGloo>>(std::move(pg), id,
-                                                               c10::Device(c10::DeviceType::CPU));
+    return std::make_unique<C10dGroup<c10d::ProcessGroupGloo>>(
+        std::move(pg), id, c10::Device(c10::DeviceType::CPU),
+        fmt::format("gloo on {} ({})", binding.value, binding.why));
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {

@@ -60,6 +60,9 @@ class ProcessGroup {
   virtual int64_t world_size() const = 0;
   // Where the tensors of its collectives must live: the CPU for Gloo, the rank's GPU for NCCL.
   virtual c10::Device device() const = 0;
+  // How this rank talks to the others, for the log ("gloo on 198.18.0.12 (the address of this host
+  // that routes to rank 0's n1:20005)"): where ranks cannot reach each other, this says why.
+  virtual std::string transport() const = 0;
   // Starts summing the dense contiguous tensor `t` across ranks, in place; `what` names the
   // operation in errors ("all-reduce of gradient bucket 3").
   virtual std::unique_ptr<PendingCollective> all_reduce_sum(torch::Tensor t, std::string what) = 0;

@@ -175,12 +175,12 @@ Rendezvous rendezvous_from_env(const EnvLookup& env) {
   return Rendezvous{};
 }
 
-Rendezvous rendezvous_from_process_env() {
-  return rendezvous_from_env([](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  });
+std::optional<std::string> process_env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
 }
+
+Rendezvous rendezvous_from_process_env() { return rendezvous_from_env(process_env); }
 
 }  // namespace batchlab::dist

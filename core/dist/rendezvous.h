@@ -8,6 +8,11 @@
 // MASTER_ADDR defaults to the first host of the job's node list and MASTER_PORT to a port derived
 // from the job id (the same on every task, different between jobs sharing a node). Neither set:
 // one process. An inconsistent environment is an InputError naming the variable and the fix.
+// Across hosts, rank 0's host name (the first of SLURM_JOB_NODELIST: srun puts rank 0 on the first
+// node of the allocation) must resolve on every host of the job to an address the others can
+// reach, as node names do on a cluster with working name service; where they do not (a NodeAddr
+// that is not the node's name's address), export MASTER_ADDR in the job. Each rank's Gloo device
+// then binds the address of its own host that routes to MASTER_ADDR (host_address.h).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,9 @@ struct Rendezvous {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
 Rendezvous rendezvous_from_env(const EnvLookup& env);
+
+// A variable of this process's environment.
+std::optional<std::string> process_env(const std::string& name);
 
 // From this process's environment.
 Rendezvous rendezvous_from_process_env();

@@ -21,6 +21,7 @@ class FakeGroup : public ProcessGroup {
   int64_t rank() const override { return 0; }
   int64_t world_size() const override { return world_; }
   c10::Device device() const override { return c10::Device(c10::DeviceType::CPU); }
+  std::string transport() const override { return "fake"; }
   std::unique_ptr<PendingCollective> all_reduce_sum(torch::Tensor t, std::string what) override {
     t.mul_(static_cast<double>(world_));
     calls.push_back(what);
