@@ -424,8 +424,9 @@ void Store::write_batch(const RowBatch& batch) {
   tx.commit();
 }
 
-std::int64_t Store::last_recorded_step(const std::string& run_id) {
-  Statement& stmt = impl_->prepared("SELECT COALESCE(max(step), 0) FROM steps WHERE run_id = ?1");
+std::int64_t Store::updates_recorded(const std::string& run_id) {
+  Statement& stmt =
+      impl_->prepared("SELECT COALESCE(max(step) + 1, 0) FROM steps WHERE run_id = ?1");
   stmt.bind_text(1, run_id);
   const std::int64_t step = stmt.step() ? stmt.column_int64(0) : 0;
   stmt.reset();

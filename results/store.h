@@ -117,8 +117,10 @@ class Store {
   // step > `step`, and lowers runs.last_step to `step`, in one transaction. step = -1 clears the
   // run's series (a retry from scratch).
   void delete_rows_after(const std::string& run_id, std::int64_t step);
-  // The last step of the run in the steps table (0 when it has none).
-  std::int64_t last_recorded_step(const std::string& run_id);
+  // How many updates of the run the steps table holds, in the unit of a checkpoint's step (the
+  // updates done): max(step) + 1, as steps rows are numbered from 0 by the update they record; 0
+  // when it has none.
+  std::int64_t updates_recorded(const std::string& run_id);
 
   // ---- scaling studies: one upsert transaction per call, keyed by cell_id / run_id, so the
   // coordinator rewrites a cell or trial as it progresses. updated_at / decided_at are set to now

@@ -263,7 +263,7 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   int64_t records_end = 0;
   if (fs::exists(local, ec)) {
     try {
-      records_end = results::Store(local).last_recorded_step(run_id);
+      records_end = results::Store(local).updates_recorded(run_id);
     } catch (const results::StoreError&) {
       records_end = 0;  // unreadable: start over rather than leave a gap
     }

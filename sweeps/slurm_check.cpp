@@ -65,15 +65,15 @@ std::vector<SbatchOption> refused_options(const std::vector<SbatchOption>& optio
                                           std::string* message) {
   const auto all = test_only(options);
   if (all.code == 0) return {};
-  // A job with no options at all refused too: nothing the user gave is at fault (no Slurm here,
-  // no configuration, no controller). sbatch's own words say what is.
-  const auto bare = options.empty() ? all : test_only({});
-  if (bare.code != 0) {
+  // Not the options' fault: no sbatch, no Slurm configuration, no controller answering. sbatch's
+  // own words say which.
+  if (const SbatchFailure failure = classify_sbatch_failure(all);
+      failure == SbatchFailure::missing || failure == SbatchFailure::transient) {
     throw Error(fmt::format(
-        "sbatch refuses even a job without options ({}): {}; is this a Slurm submit host, with "
-        "a Slurm configuration? Nothing was submitted and nothing recorded",
-        describe(classify_sbatch_failure(bare)),
-        bare.message().empty() ? fmt::format("exit code {}", bare.code) : bare.message()));
+        "{} ({}): {}; is this a Slurm submit host, with a Slurm configuration? Nothing was "
+        "submitted and nothing recorded",
+        describe(failure), "sbatch --test-only",
+        all.message().empty() ? fmt::format("exit code {}", all.code) : all.message()));
   }
   if (message != nullptr) *message = all.message();
   std::vector<SbatchOption> refused;

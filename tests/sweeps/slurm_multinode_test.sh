@@ -284,21 +284,31 @@ seeds = [0]
 [grid]
 "batch.global" = [64]
 TOML
-"$bl" sweep submit spec.toml "${slurm_flags[@]}" > submit.log || fatal "d: submit: $(cat submit.log)"
+"$bl" sweep submit spec.toml "${slurm_flags[@]}" --snapshot-every 1 > submit.log ||
+  fatal "d: submit: $(cat submit.log)"
 run=$(basename "$(dirname "$(echo runs/mnkill/*/config.toml)")")
 job=$(cut -d' ' -f1 runs/mnkill/slurm/submissions.txt)
 checkpoints="runs/mnkill/$run/checkpoints/$run"
 latest_checkpoint() {
   find "$checkpoints" -maxdepth 1 -name 'ckpt-*.pt' -printf '%f\n' 2>/dev/null | sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.pt$/\1/p' | sort -n | tail -n 1
 }
+# Updates in the trial's published records (steps rows are numbered from 0).
+published_updates() {
+  [[ -f "runs/mnkill/$run/records.db" ]] || { echo 0; return; }
+  q "runs/mnkill/$run/records.db" "SELECT COALESCE(max(step) + 1, 0) FROM steps" 2>/dev/null || echo 0
+}
+# Killed once a checkpoint of step 16 exists and the published records cover it: the job must
+# resume from a checkpoint its records reach (one past them would leave steps unrecorded, and is
+# passed over: batchlab train --records-end).
 deadline=$((SECONDS + 120))
-until [[ "$(latest_checkpoint)" -ge 16 ]] 2>/dev/null; do
-  (( SECONDS < deadline )) || fatal "d: the trial wrote no checkpoint of step 16 within 2 minutes"
+until [[ "$(latest_checkpoint)" -ge 16 && "$(published_updates)" -ge 16 ]] 2>/dev/null; do
+  (( SECONDS < deadline )) ||
+    fatal "d: no checkpoint of step 16 covered by the published records within 2 minutes"
   sleep 0.05
 done
 victim=$(squeue -h -j "$job" -o %B)
 bash "$root/scripts/slurm_cluster.sh" kill-node "$cluster" "$victim"
-part "d: killed node $victim (rank 0 of job $job) with a checkpoint of step $(latest_checkpoint)"
+part "d: killed node $victim (rank 0 of job $job) with a checkpoint of step $(latest_checkpoint), $(published_updates) updates published"
 # Slurm finds the node down and requeues the job; it holds a requeued job back for 120 s (its
 # begin time), which the test cuts short.
 deadline=$((SECONDS + 60))
@@ -319,7 +329,7 @@ done
 db=results/mnkill.db
 log="runs/mnkill/$run/log.txt"
 [[ "$(grep -c "(Slurm job $job)" "$log")" -ge 2 ]] || fail "d: job $job should have run twice"
-resumed=$(grep -o "resumed from step [0-9]*" "$log" | head -n 1)
+resumed=$(grep -o "resumed from step [0-9]*" "$log" | head -n 1 || true)
 [[ -n "$resumed" && "$resumed" != "resumed from step 0" ]] ||
   fail "d: the requeued job did not resume from a checkpoint: $(tail -n 20 "$log")"
 # The second run's ranks: on the two other nodes.

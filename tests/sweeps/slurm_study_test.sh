@@ -200,11 +200,11 @@ again=$(q "$db" "SELECT run_id FROM runs WHERE attempts != 1 ORDER BY run_id")
 gaps=$(q "$db" "SELECT count(*) FROM runs r WHERE r.run_id IN (SELECT run_id FROM study_trials)
                 AND r.last_step != (SELECT count(DISTINCT step) FROM steps s WHERE s.run_id = r.run_id)")
 [[ "$gaps" == 0 ]] || fail "$gaps trials whose steps are not each recorded once"
-resumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$cancelled/log.txt" | head -n 1)
+resumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$cancelled/log.txt" | head -n 1 || true)
 [[ -n "$resumed" && "$resumed" != "resumed from step 0" ]] ||
   fail "the cancelled trial did not resume from a checkpoint: $(tail -n 20 "runs/$name/$cancelled/log.txt")"
 echo "the cancelled trial $cancelled: $resumed"
-rresumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$requeued/log.txt" | head -n 1)
+rresumed=$(grep -o "resumed from step [0-9]*" "runs/$name/$requeued/log.txt" | head -n 1 || true)
 [[ -n "$rresumed" && "$rresumed" != "resumed from step 0" ]] ||
   fail "the requeued trial did not resume: $(tail -n 20 "runs/$name/$requeued/log.txt")"
 [[ "$(grep -c "(Slurm job $rjob)" "runs/$name/$requeued/log.txt")" -ge 2 ]] ||
