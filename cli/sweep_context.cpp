@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "core/errors.h"
 #include "experiments/data/fashion_mnist.h"
@@ -91,6 +93,18 @@ std::optional<sweeps::FileLock> try_coordinator_lock(const sweeps::RunLayout& la
 
 sweeps::FileLock coordinator_lock(const SweepContext& ctx, const std::string& what) {
   auto lock = try_coordinator_lock(ctx.layout, what);
+  // `sweep status` holds the lock only while it folds records (a second or two): wait for it
+  // rather than refuse a run or submit that happened to start at the same moment.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto held_by_status = [&] {
+    // Empty: its holder has just taken it and not yet said who it is.
+    const std::string holder = sweeps::lock_description(ctx.layout.coordinator_lock_path());
+    return holder.empty() || holder.find("sweep status") != std::string::npos;
+  };
+  while (!lock && std::chrono::steady_clock::now() < deadline && held_by_status()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    lock = try_coordinator_lock(ctx.layout, what);
+  }
   if (!lock) {
     throw Error(fmt::format("sweep {} is already being run or checked: {} ({})", ctx.spec.name,
                             ctx.layout.coordinator_lock_path(),

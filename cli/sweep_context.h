@@ -28,7 +28,8 @@ SweepContext load_sweep(const std::string& spec_path, bool keep_config_toml);
 // The coordinator lock of the sweep, or nullopt when another live process holds it.
 std::optional<sweeps::FileLock> try_coordinator_lock(const sweeps::RunLayout& layout,
                                                      const std::string& what);
-// The coordinator lock for `sweep <what>`; throws Error (exit 1) naming the process that holds it.
+// The coordinator lock for `sweep <what>`, waiting up to 20 s for a `sweep status` that holds it
+// for its fold; throws Error (exit 1) naming the process that holds it.
 sweeps::FileLock coordinator_lock(const SweepContext& ctx, const std::string& what);
 
 // Path of the running batchlab executable (the jobs run the same binary).

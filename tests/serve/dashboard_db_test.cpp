@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/cli/cli_runner.h"
 #include "tests/serve/serve_test_support.h"
@@ -23,12 +24,15 @@ TEST(DashboardDb, HealthNamesAGoneFileAndOneThatTookItsPlace) {
   EXPECT_NE(db.health().find("the database file is gone"), std::string::npos) << db.health();
   fs::rename(dir.path / "moved.db", path);
   EXPECT_EQ(db.health(), "");
-  // A new file under the same name (a sweep started over): the pool still reads the old one (its
-  // connections hold it open, so the new file cannot get its inode).
+  // A new batchlab database under the same name (a sweep started over, a study's coordinator
+  // publishing): followed, its connections opened anew (the pool's still hold the old inode).
   fs::remove(path);
   fs::copy_file(testing::fixture_db(), path);
-  EXPECT_NE(db.health().find("another file has taken the database's place"), std::string::npos)
-      << db.health();
+  EXPECT_EQ(db.health(), "");
+  // Another kind of file there: refused with the reason.
+  fs::remove(path);
+  std::ofstream(path) << "plain text";
+  EXPECT_NE(db.health().find("not an SQLite database"), std::string::npos) << db.health();
 }
 
 TEST(DashboardDb, TheDataVersionMovesWithEveryCommitAndOnlyThen) {

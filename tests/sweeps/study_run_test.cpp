@@ -88,7 +88,8 @@ TEST(StudyPlan, ListsTheCellsAndTheFirstTrialOfEachAndWritesTheSlurmCoordinatorS
   auto plain_flag = testing::run_batchlab("sweep submit " + testing::shell_quote(s.spec) +
                                           " --slurm --dry-run --retries -1");
   EXPECT_EQ(plain_flag.exit_code, 2) << plain_flag.output;
-  EXPECT_NE(plain_flag.output.find("--retries -1: must be a whole number from 0 to 100"), std::string::npos)
+  EXPECT_NE(plain_flag.output.find("--retries -1: must be a whole number from 0 to 100"),
+            std::string::npos)
       << plain_flag.output;
 }
 
