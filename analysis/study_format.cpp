@@ -78,11 +78,12 @@ std::string seeds_text(const SeriesFit& f) {
                                    : fmt::format("{}-{}", low->seeds, high->seeds);
 }
 
-// "386-1149"; an unbounded upper end is "inf".
+// "386-1149"; an unbounded upper end is "inf"; "-84.2 to 128.8" when the low end is negative,
+// where a dash would read as a minus sign.
 std::string range_text(const results::Interval& interval, int decimals) {
   const std::string high =
       std::isinf(interval.high) ? "inf" : fmt::format("{:.{}f}", interval.high, decimals);
-  return fmt::format("{:.{}f}-{}", interval.low, decimals, high);
+  return fmt::format("{:.{}f}{}{}", interval.low, decimals, interval.low < 0 ? " to " : "-", high);
 }
 
 // One parameter's uncertainty, named as what it is: "95% low-high" (the bootstrap), "seed range
