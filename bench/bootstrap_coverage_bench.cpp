@@ -1,8 +1,8 @@
 // The coverage table of docs/analysis.md: how often the seed bootstrap's 95% intervals hold the
 // true S_min and B_crit on simulated studies (results/bootstrap_coverage.h), for 2, 3 and 5 seeds
 // per batch at 5 and 8 batch sizes, and at two seed-noise levels. Not a Google Benchmark: it prints
-// one markdown table. Usage: bootstrap_coverage_bench [replications] [resamples] (defaults 400 and
-// 1000, about a minute on two cores).
+// one markdown table. Usage: bootstrap_coverage_bench [replications] [resamples] (defaults 1000 and
+// 1000: about 45 seconds on two cores).
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,7 +10,7 @@
 
 int main(int argc, char** argv) {
   using batchlab::results::CoverageDesign;
-  const int replications = argc > 1 ? std::atoi(argv[1]) : 400;
+  const int replications = argc > 1 ? std::atoi(argv[1]) : 1000;
   const int resamples = argc > 2 ? std::atoi(argv[2]) : 1000;
   if (replications < 1 || resamples < 1) {
     std::fprintf(stderr, "usage: bootstrap_coverage_bench [replications] [resamples]\n");

@@ -19,8 +19,8 @@
 // deviations scaled by sqrt(n / (n - 1)) (Davison and Hinkley 1997, section 3.2.3) and by
 // t / z, the 97.5% quantile of Student's t with sum(n_b - 1) degrees of freedom over the normal's
 // (1.14 for 3 seeds at 5 batches, 1.04 for 5 seeds at 8). On simulated studies plain resampling
-// covers 82-85% at 3 seeds and 86-88% at 5 where it says 95%; with both factors 91-95%
-// (docs/analysis.md, results/bootstrap_coverage.h).
+// covers 82-85% at 3 seeds and 87-88% at 5 (on 5 batches) where it says 95%; with both factors
+// 91-93% at 3 seeds and 93-96% at 5 (docs/analysis.md, results/bootstrap_coverage.h).
 //
 // Every resample counts: one whose curve has no critical batch is not dropped (that would narrow
 // the interval towards the resamples that happened to fit) but ranked where its B_crit lies, above

@@ -1,9 +1,10 @@
-// The seed bootstrap's 95% intervals hold the truth about 95% of the time (results/
+// The seed bootstrap's 95% intervals hold the truth nearly as often as they say (results/
 // bootstrap_coverage.h): on simulated studies with 3 and 5 seeds per batch, coverage of the true
 // S_min and B_crit must not fall below 90%. Fewer resamples than the docs table
 // (bench/bootstrap_coverage_bench), so it stays fast (a few seconds); 1000 replications measure a
 // coverage to about +-0.8%. Plain resampling within batches, without the widening of the seeds'
-// deviations (results/seed_bootstrap.h), covers 82-85% at 3 seeds and 86-88% at 5: both fail.
+// deviations (results/seed_bootstrap.h), covers 82-85% at 3 seeds and 87-88% at 5 seeds on 5
+// batches: both tests fail.
 #include "results/bootstrap_coverage.h"
 
 #include <gtest/gtest.h>
