@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "analysis/study_report.h"
@@ -58,10 +59,13 @@ std::string fit_header() {
       "1/S^2, one point per batch size (the geometric mean over its seeds; a batch with a censored "
       "seed left out); seeds = seeds per batch size; _se = standard errors from the weighted fit's "
       "covariance scaled by its residual variance; B_crit = E_min/S_min, its error by propagation; "
-      "_95% = the 2.5th-97.5th percentiles over {} bootstrap resamples of the series' seeds, each "
-      "refitted (\"one seed\": no interval, the _se stand). B_simple = the mean over the series' "
-      "trials of each run's average noise scale.\n",
-      results::kSeedResamples);
+      "_interval = \"95%\": the 2.5th-97.5th percentiles over {} bootstrap resamples, the seeds "
+      "of every batch size drawn within it and the curve refitted, every resample counted (one "
+      "without a critical batch as B_crit unbounded: \"inf\"); only when every batch ran {} or "
+      "more seeds. With fewer, no 95% interval: \"seed range\" = min-max over the per-seed fits, "
+      "and the _se columns give the fit's standard errors; \"one seed\": the _se alone. "
+      "B_simple = the mean over the series' trials of each run's average noise scale.\n",
+      results::kSeedResamples, results::kMinSeedsForInterval);
 }
 
 // "3", or "1-3" when the batch sizes ran with different numbers of seeds.
@@ -74,20 +78,28 @@ std::string seeds_text(const SeriesFit& f) {
                                    : fmt::format("{}-{}", low->seeds, high->seeds);
 }
 
-// The bootstrap interval of one parameter: "low-high" ("one seed" where there is nothing to
-// resample, "none" where no resample gave a critical batch), empty without a fit.
-std::string interval_text(const SeriesFit& f,
-                          std::optional<results::Interval> results::SeedBootstrap::*field,
-                          int decimals) {
-  if (!f.fit) return "";
-  if (!f.bootstrap) return "one seed";
-  const auto& interval = (*f.bootstrap).*field;
-  if (!interval) return "none";
-  return fmt::format("{:.{}f}-{:.{}f}", interval->low, decimals, interval->high, decimals);
+// "386-1149"; an unbounded upper end is "inf"; "-84.2 to 128.8" when the low end is negative,
+// where a dash would read as a minus sign.
+std::string range_text(const results::Interval& interval, int decimals) {
+  const std::string high =
+      std::isinf(interval.high) ? "inf" : fmt::format("{:.{}f}", interval.high, decimals);
+  return fmt::format("{:.{}f}{}{}", interval.low, decimals, interval.low < 0 ? " to " : "-", high);
 }
 
-json interval_json(const std::optional<results::Interval>& interval) {
-  return interval ? json::array({interval->low, interval->high}) : json(nullptr);
+// One parameter's uncertainty, named as what it is: "95% low-high" (the bootstrap), "seed range
+// low-high" (per-seed fits, too few seeds for an interval), "one seed"; empty without a fit.
+std::string interval_text(const SeriesFit& f, results::Interval results::SeedBootstrap::*boot,
+                          results::Interval results::SeedRange::*range, int decimals) {
+  if (!f.fit) return "";
+  if (f.bootstrap) return "95% " + range_text((*f.bootstrap).*boot, decimals);
+  if (f.seed_range) return "seed range " + range_text((*f.seed_range).*range, decimals);
+  return "one seed";
+}
+
+// [low, high], high null when unbounded (JSON has no infinity).
+json interval_json(const results::Interval& interval) {
+  return json::array(
+      {interval.low, std::isinf(interval.high) ? json(nullptr) : json(interval.high)});
 }
 
 std::string cost_line(const StudyCost& cost) {
@@ -148,20 +160,29 @@ json fit_json(const SeriesFit& f) {
             {"b_simple_runs", f.b_simple_runs},
             {"batch_seeds", json::array()},
             {"fit", nullptr},
-            {"bootstrap", nullptr}};
+            {"bootstrap", nullptr},
+            {"seed_range", nullptr}};
   for (const auto& b : f.batch_seeds) {
     j["batch_seeds"].push_back({{"batch", b.batch}, {"seeds", b.seeds}, {"reached", b.reached}});
   }
+  if (f.seed_range) {
+    j["seed_range"] = {{"fits", f.seed_range->fits},
+                       {"b_crit", interval_json(f.seed_range->b_crit)},
+                       {"s_min", interval_json(f.seed_range->s_min)},
+                       {"e_min", interval_json(f.seed_range->e_min)}};
+  }
   if (f.bootstrap) {
     j["bootstrap"] = {{"seeds", f.bootstrap->seeds},
+                      {"min_batch_seeds", f.bootstrap->min_batch_seeds},
                       {"resamples", f.bootstrap->resamples},
                       {"without_b_crit", f.bootstrap->without_b_crit},
+                      {"unbounded", f.bootstrap->unbounded},
                       {"b_crit", interval_json(f.bootstrap->b_crit)},
                       {"s_min", interval_json(f.bootstrap->s_min)},
                       {"e_min", interval_json(f.bootstrap->e_min)},
                       {"band", json::array()}};
     for (const auto& p : f.bootstrap->band) {
-      j["bootstrap"]["band"].push_back({p.batch, p.steps.low, p.steps.high});
+      j["bootstrap"]["band"].push_back({p.batch, p.steps.low, p.steps.high});  // S(B) is finite
     }
   }
   if (f.fit) {
@@ -249,18 +270,19 @@ results::QueryResult study_fit_table(const StudyReport& report) {
       return fit ? fit->*field : std::nullopt;
     };
     using results::SeedBootstrap;
+    using results::SeedRange;
     b.text("series", f.series);
     b.integer("points", fit ? fit->points : 0);
     b.text("seeds", seeds_text(f));
     b.number("S_min", value(&results::ScalingFit::s_min), "{:.1f}");
     b.number("S_min_se", maybe(&results::ScalingFit::s_min_se), "{:.1f}");
-    b.text("S_min_95%", interval_text(f, &SeedBootstrap::s_min, 1));
+    b.text("S_min_interval", interval_text(f, &SeedBootstrap::s_min, &SeedRange::s_min, 1));
     b.number("E_min", value(&results::ScalingFit::e_min), "{:.0f}");
     b.number("E_min_se", maybe(&results::ScalingFit::e_min_se), "{:.0f}");
-    b.text("E_min_95%", interval_text(f, &SeedBootstrap::e_min, 0));
+    b.text("E_min_interval", interval_text(f, &SeedBootstrap::e_min, &SeedRange::e_min, 0));
     b.number("B_crit", maybe(&results::ScalingFit::b_crit), "{:.0f}");
     b.number("B_crit_se", maybe(&results::ScalingFit::b_crit_se), "{:.0f}");
-    b.text("B_crit_95%", interval_text(f, &SeedBootstrap::b_crit, 0));
+    b.text("B_crit_interval", interval_text(f, &SeedBootstrap::b_crit, &SeedRange::b_crit, 0));
     b.number("B_simple", f.b_simple, "{:.0f}");
     b.integer("B_simple_runs", f.b_simple_runs);
     const auto b_crit = maybe(&results::ScalingFit::b_crit);

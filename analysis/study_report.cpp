@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -190,7 +191,10 @@ SeriesFit fit_series(const std::string& series, const std::vector<const StudyCel
   auto points = results::seed_mean_points(fitted);
   points.insert(points.end(), censored.begin(), censored.end());
   out.fit = results::fit_scaling(points);
-  if (out.fit) out.bootstrap = results::bootstrap_seed_fit(fitted);
+  if (out.fit) {
+    out.bootstrap = results::bootstrap_seed_fit(fitted);
+    if (!out.bootstrap) out.seed_range = results::per_seed_range(fitted);
+  }
   if (!run_means.empty()) {
     double sum = 0.0;
     for (double v : run_means) sum += v;
@@ -239,6 +243,29 @@ std::optional<std::string> pruning_warning(const std::vector<StudyCellSummary>& 
       names.size(), cells.size(), fmt::join(names, ", "));
 }
 
+// Why a fit's interval is what it is: resamples without a critical batch (all counted), or too few
+// seeds for a 95% interval.
+std::optional<std::string> interval_warning(const SeriesFit& f) {
+  if (f.bootstrap && f.bootstrap->without_b_crit > 0) {
+    const auto& b = *f.bootstrap;
+    return fmt::format(
+        "{}: {} of {} seed resamples gave no critical batch ({} with S_min <= 0, counted as an "
+        "unbounded B_crit; {} with E_min <= 0, counted as 0); every resample counts{}",
+        f.series, b.without_b_crit, b.resamples, b.unbounded, b.without_b_crit - b.unbounded,
+        std::isinf(b.b_crit.high) ? ", so B_crit's 95% interval has no upper end" : "");
+  }
+  if (f.bootstrap || !f.seed_range) return std::nullopt;
+  int fewest = results::kMinSeedsForInterval;  // over the batches that reached
+  for (const auto& b : f.batch_seeds) {
+    if (b.reached > 0) fewest = std::min(fewest, b.reached);
+  }
+  return fmt::format(
+      "{}: no 95% interval: a batch size has fewer than {} seeds (fewest {}), too few to resample; "
+      "the interval columns give the seed range (min-max over {} per-seed fits, not a confidence "
+      "interval) and the _se columns the fit's standard errors",
+      f.series, results::kMinSeedsForInterval, fewest, f.seed_range->fits);
+}
+
 std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
   std::vector<std::string> out;
   for (const auto& f : fits) {
@@ -246,7 +273,7 @@ std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
       out.push_back(fmt::format(
           "{}: seeds differ across batch sizes ({}): each batch is one point (the geometric mean "
           "over its seeds){}",
-          f.series, *seeds, f.bootstrap ? "; the interval resamples seeds" : ""));
+          f.series, *seeds, f.bootstrap ? "; the interval resamples seeds within each batch" : ""));
     }
     if (!f.fit) {
       out.push_back(
@@ -263,13 +290,7 @@ std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
           "and slope over the measured batches)",
           f.series, f.fit->s_min, f.fit->e_min));
     }
-    if (f.bootstrap && f.bootstrap->without_b_crit > 0) {
-      out.push_back(fmt::format(
-          "{}: {} of {} seed resamples gave no critical batch (fewer than 2 batch sizes among the "
-          "drawn seeds, or no positive S_min and E_min); the interval is over the other {}",
-          f.series, f.bootstrap->without_b_crit, f.bootstrap->resamples,
-          f.bootstrap->resamples - f.bootstrap->without_b_crit));
-    }
+    if (const auto why = interval_warning(f)) out.push_back(*why);
   }
   return out;
 }

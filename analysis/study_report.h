@@ -2,8 +2,9 @@
 // target (the crossing interpolated in log-step), the status (reached / censored / searching), the
 // basin width and the seed range; per fit series (an optimizer, split further by any other non-LR,
 // non-batch axis that varies) the fit of S(B) = S_min + E_min / B (results/scaling_fit.h) on one
-// point per batch size, the geometric mean over its seeds, with an interval from a bootstrap over
-// the seeds (results/seed_bootstrap.h), beside the run-averaged gradient noise scale B_simple of
+// point per batch size, the geometric mean over its seeds, with a 95% interval from a bootstrap
+// over the seeds (results/seed_bootstrap.h) when every batch ran 3 or more, else the range of
+// per-seed fits (results/seed_range.h), beside the run-averaged gradient noise scale B_simple of
 // the same trials; and the study's cost in samples. Computed from the study_cells, study_trials and
 // noise_scale rows alone (study_records.h).
 #pragma once
@@ -19,6 +20,7 @@
 #include "results/query_result.h"
 #include "results/scaling_fit.h"
 #include "results/seed_bootstrap.h"
+#include "results/seed_range.h"
 
 namespace batchlab::analysis {
 
@@ -64,9 +66,13 @@ struct SeriesFit {
   std::optional<results::ScalingFit> fit;
   std::vector<std::string> searching;   // cells still searching, left out of the fit
   std::vector<BatchSeeds> batch_seeds;  // ascending batch
-  // Over the seeds of the fitted batches; nullopt without a fit or with one seed (the fit's
-  // standard errors are then the only uncertainty).
+  // The 95% interval: the bootstrap over the seeds of the fitted batches, resampled within each
+  // batch; nullopt without a fit or while a fitted batch has fewer than 3 seeds
+  // (results::kMinSeedsForInterval).
   std::optional<results::SeedBootstrap> bootstrap;
+  // In its place, when there is a fit but no interval: the range of per-seed fits (nullopt with
+  // fewer than two seeds that measured two batch sizes; the standard errors are then all there is).
+  std::optional<results::SeedRange> seed_range;
   // Run-averaged noise scale: each trial's mean of its finite noise_scale.b_simple rows, then the
   // mean of those per-run averages over the series' trials that have rows.
   std::optional<double> b_simple;
@@ -94,9 +100,9 @@ results::QueryResult study_fit_table(const StudyReport& report);
 // table / markdown: targets, the cell table, the fit table, the ladder lines, the cost line and the
 // warnings. csv:
 // the cell table, an empty line, the fit table. json: {"kind": "study", "targets", "cells" (each
-// with its "trials"), "fits" (each with "batch_seeds", "fit" and "bootstrap": the intervals as
-// [low, high]), "ladders" (series, sweep_id, batches, stop, why, gains, rule), "cost",
-// "warnings"} with unrounded numbers: the figures read it.
+// with its "trials"), "fits" (each with "batch_seeds", "fit", "bootstrap" and "seed_range": the
+// intervals as [low, high], high null when unbounded), "ladders" (series, sweep_id, batches, stop,
+// why, gains, rule), "cost", "warnings"} with unrounded numbers: the figures read it.
 std::string format_study_report(const StudyReport& report, results::QueryFormat format);
 
 }  // namespace batchlab::analysis

@@ -1,5 +1,5 @@
-// A study's S(B) fit (results/scaling_fit.h) when some batch sizes ran with several seeds: one
-// point per batch size, and an interval from a bootstrap over the seeds.
+// A study's S(B) fit (results/scaling_fit.h) when batch sizes ran with several seeds: one point per
+// batch size, and a 95% interval from a bootstrap over the seeds when every batch has enough.
 //
 // One point per batch: the seeds of a batch size measure the same S(B). Fed as points of their own,
 // a batch with 3 seeds would weigh 3x a batch with 1 and pull the curve towards the batches that
@@ -9,13 +9,29 @@
 //
 // What is resampled and why: the residual-scaled standard errors of fit_scaling treat the misfit of
 // the curve as independent noise at every point and propagate it to B_crit = E_min / S_min to first
-// order. The seed is the unit that is independent here: a seed's cells share its initialisation and
-// data order across batch sizes. So the bootstrap draws the distinct seeds with replacement, forms
-// every batch's point again from the drawn seeds (each as often as it was drawn) and refits; a seed
-// carries all its batches with it, and B_crit's nonlinearity goes into the percentiles as it is. A
-// batch that none of the drawn seeds measured is left out of that resample (in a study whose extra
-// seeds ran only at some batch sizes, such resamples fit those batches alone and widen the
-// interval: the interval says how much the fit rests on the seeds it happened to get).
+// order. The bootstrap instead measures how the fit moves with the seeds it got, following the
+// design: at every batch size its own seeds are drawn with replacement, as many as it ran,
+// independently of the other batches (every batch keeps its point, so a resample refits the same
+// batches), and the curve is refitted; B_crit's nonlinearity goes into the percentiles as it is.
+// Few seeds make a plain percentile interval too narrow, for two reasons: a draw from n values
+// spreads less than the values do (its variance is (n - 1)/n of theirs), and the spread itself is
+// estimated from few seeds. So every batch's log-steps are drawn about their mean with the
+// deviations scaled by sqrt(n / (n - 1)) (Davison and Hinkley 1997, section 3.2.3) and by
+// t / z, the 97.5% quantile of Student's t with sum(n_b - 1) degrees of freedom over the normal's
+// (1.14 for 3 seeds at 5 batches, 1.04 for 5 seeds at 8). On simulated studies plain resampling
+// covers 82-85% at 3 seeds and 87-88% at 5 (on 5 batches) where it says 95%; with both factors
+// 91-93% at 3 seeds and 93-96% at 5 (docs/analysis.md, results/bootstrap_coverage.h).
+//
+// Every resample counts: one whose curve has no critical batch is not dropped (that would narrow
+// the interval towards the resamples that happened to fit) but ranked where its B_crit lies, above
+// every finite one when S_min <= 0 < E_min (the floor vanished: B_crit unbounded) and at 0 when
+// E_min <= 0 (no gain from batch at all). An upper percentile that lands on an unbounded resample
+// is +infinity: the data do not bound B_crit from above.
+//
+// Too few seeds: with 2 seeds a batch has only 3 distinct resamples, and a percentile of those is
+// no 95% interval of anything. So no interval is computed unless every batch ran at least
+// kMinSeedsForInterval seeds; the study report shows the spread of per-seed fits instead
+// (results/seed_range.h).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +46,7 @@ inline constexpr int kSeedResamples = 1000;
 // A fixed generator seed: the same database gives the same interval in every report.
 inline constexpr uint64_t kSeedBootstrapSeed = 0x5eedb007;
 inline constexpr double kIntervalLow = 0.025, kIntervalHigh = 0.975;  // a central 95% interval
+inline constexpr int kMinSeedsForInterval = 3;
 
 // One reached cell: a seed's steps to target at a batch size.
 struct SeedSteps {
@@ -44,21 +61,32 @@ struct SeedSteps {
 // steps.
 std::vector<FitPoint> seed_mean_points(const std::vector<SeedSteps>& cells);
 
+// high is +infinity when the upper end is unbounded.
 struct Interval {
   double low = 0.0, high = 0.0;
 };
 
+// The 97.5% quantile of Student's t with `dof` degrees of freedom over the normal's (1.96): how
+// much the bootstrap widens the seeds' deviations. A series expansion, within 1% of the exact value
+// at 3 degrees of freedom and 0.1% from 6 up (a bootstrap has at least 4: 2 batches of 3 seeds).
+double student_over_normal(double dof);
+
+// B_crit of a fit as the bootstrap ranks it: E_min / S_min when both are positive, +infinity when
+// only E_min is (S_min <= 0: no floor, the critical batch is unbounded), 0 when E_min <= 0.
+double ranked_b_crit(const ScalingFit& fit);
+
 struct SeedBootstrap {
-  int seeds = 0;      // distinct seeds resampled
-  int resamples = 0;  // resamples drawn
-  int without_b_crit =
-      0;  // resamples with no B_crit (fewer than 2 batches, or S_min or E_min <= 0)
-  // The 2.5th and 97.5th percentiles over the resamples that gave a B_crit (linear interpolation
-  // between order statistics); nullopt when none did.
-  std::optional<Interval> b_crit, s_min, e_min;
+  int seeds = 0;            // distinct seeds over all batches
+  int min_batch_seeds = 0;  // the fewest seeds any batch ran (>= kMinSeedsForInterval)
+  int resamples = 0;        // resamples drawn, every one in the percentiles
+  int without_b_crit = 0;   // of them, resamples whose curve has no B_crit (ranked_b_crit)
+  int unbounded = 0;        // of those, the ones ranked +infinity (S_min <= 0)
+  // The 2.5th and 97.5th percentiles over every resample (linear interpolation between order
+  // statistics; an end that touches an unbounded resample is +infinity).
+  Interval b_crit, s_min, e_min;
   // The curve's pointwise interval: at kBandPoints batches evenly spaced on a log axis from the
-  // smallest to the largest fitted batch, the same percentiles of S(B) = S_min + E_min / B over
-  // those resamples (empty when none gave a B_crit). The figures shade it.
+  // smallest to the largest fitted batch, the same percentiles of S(B) = S_min + E_min / B. The
+  // figures shade it.
   struct BandPoint {
     double batch = 0.0;
     Interval steps;
@@ -68,7 +96,7 @@ struct SeedBootstrap {
 inline constexpr int kBandPoints = 33;
 
 // The bootstrap over the seeds of `cells` (reached cells of the batches the fit keeps); nullopt
-// with fewer than two distinct seeds, where there is nothing to resample.
+// with fewer than two batch sizes or when a batch ran fewer than kMinSeedsForInterval seeds.
 std::optional<SeedBootstrap> bootstrap_seed_fit(const std::vector<SeedSteps>& cells,
                                                 int resamples = kSeedResamples,
                                                 uint64_t generator_seed = kSeedBootstrapSeed);

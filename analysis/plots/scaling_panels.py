@@ -39,7 +39,9 @@ def fit_label(series, fit):
         label += f": B_crit {params['b_crit']:.0f}"
         interval = (fit.get("bootstrap") or {}).get("b_crit")
         if interval:
-            label += f" [{interval[0]:.0f}, {interval[1]:.0f}]"
+            # A null upper end: some resamples had no critical batch, B_crit is unbounded above.
+            high = "∞" if interval[1] is None else f"{interval[1]:.0f}"
+            label += f" [{interval[0]:.0f}, {high}]"
         elif params.get("b_crit_se"):
             label += f" ± {params['b_crit_se']:.0f}"
     return label

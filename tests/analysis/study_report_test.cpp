@@ -179,7 +179,7 @@ TEST_F(StudyReportTest, BatchlabReportPrintsTheStudy) {
   EXPECT_EQ(csv.output.rfind("optimizer,batch,seed,status,best_lr,steps,", 0), 0u) << csv.output;
   const auto md = run_batchlab("report --db " + shell_quote(db) + " --format markdown");
   ASSERT_EQ(md.exit_code, 0) << md.output;
-  EXPECT_NE(md.output.find("| series | points | seeds | S_min | S_min_se | S_min_95% |"),
+  EXPECT_NE(md.output.find("| series | points | seeds | S_min | S_min_se | S_min_interval |"),
             std::string::npos)
       << md.output;
 }

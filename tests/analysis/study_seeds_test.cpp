@@ -1,7 +1,9 @@
 // The study fit when batch sizes ran with different numbers of seeds (issue 23): one point per
 // batch (the geometric mean over its seeds, computed here independently), a batch with a censored
-// seed as a censored point, the warning that names an unbalanced series, and the bootstrap interval
-// in the report, its tables and its JSON (deterministic; none for a one-seed series).
+// seed as a censored point, the warning that names an unbalanced series, and the uncertainty in the
+// report, its tables and its JSON: a 95% bootstrap interval only with 3 or more seeds at every
+// batch (deterministic, every resample counted, "inf" when unbounded), else the per-seed range
+// named as such.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -109,48 +111,59 @@ TEST(StudySeeds, UnbalancedSeedsGiveOnePointPerBatch) {
   EXPECT_EQ(n.batch_seeds[2].seeds, 1);
   const std::string warning =
       "nesterov: seeds differ across batch sizes (64: 3, 128: 3, 256: 1, 512: 1, 1024: 1): each "
-      "batch is one point (the geometric mean over its seeds); the interval resamples seeds";
+      "batch is one point (the geometric mean over its seeds)";
   EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), warning), r.warnings.end());
   for (const auto& w : r.warnings) EXPECT_EQ(w.find("adam: seeds differ"), std::string::npos) << w;
 
-  // The bootstrap: three seeds resampled; one-seed adam has none.
-  ASSERT_TRUE(n.bootstrap);
-  EXPECT_EQ(n.bootstrap->seeds, 3);
-  EXPECT_EQ(n.bootstrap->resamples, results::kSeedResamples);
-  ASSERT_TRUE(n.bootstrap->b_crit);
-  EXPECT_LT(n.bootstrap->b_crit->low, n.bootstrap->b_crit->high);
+  // One seed at 256 and up: no 95% interval, the range of the per-seed fits instead (seed 0 on
+  // five batches, seeds 1 and 2 on 64 and 128), computed here seed by seed.
+  EXPECT_FALSE(n.bootstrap);
+  ASSERT_TRUE(n.seed_range);
+  EXPECT_EQ(n.seed_range->fits, 3);
+  double low = 1e300, high = 0.0;
+  for (int64_t seed : {0, 1, 2}) {
+    std::vector<results::FitPoint> own;
+    for (const auto& c : kUnbalanced) {
+      if (std::string(c.optimizer) == "nesterov" && c.seed == seed)
+        own.push_back({1.0 * c.batch, c.steps, false, ""});
+    }
+    const auto fit = results::fit_scaling(own);
+    ASSERT_TRUE(fit && fit->b_crit);
+    low = std::min(low, *fit->b_crit);
+    high = std::max(high, *fit->b_crit);
+  }
+  EXPECT_NEAR(n.seed_range->b_crit.low, low, 1e-9 * low);
+  EXPECT_NEAR(n.seed_range->b_crit.high, high, 1e-9 * high);
+  const std::string no_interval =
+      "nesterov: no 95% interval: a batch size has fewer than 3 seeds (fewest 1), too few to "
+      "resample; the interval columns give the seed range (min-max over 3 per-seed fits, not a "
+      "confidence interval) and the _se columns the fit's standard errors";
+  EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), no_interval), r.warnings.end());
+  // One-seed adam has neither.
   EXPECT_FALSE(series_fit(r, "adam").bootstrap);
+  EXPECT_FALSE(series_fit(r, "adam").seed_range);
   EXPECT_TRUE(series_fit(r, "adam").fit);
-  // Deterministic: the same report twice gives the same interval.
-  const auto again = build_study_report(db, {});
-  const auto& n2 = series_fit(again, "nesterov");
-  ASSERT_TRUE(n2.bootstrap && n2.bootstrap->b_crit);
-  EXPECT_EQ(n2.bootstrap->b_crit->low, n.bootstrap->b_crit->low);
-  EXPECT_EQ(n2.bootstrap->b_crit->high, n.bootstrap->b_crit->high);
-  EXPECT_EQ(n2.bootstrap->without_b_crit, n.bootstrap->without_b_crit);
 
-  // The fit table and the JSON carry the seeds and the interval.
+  // The fit table names the range as a seed range, nowhere as 95%; the JSON carries it unrounded.
   const auto csv = results::format_csv(study_fit_table(r));
-  EXPECT_NE(csv.find("B_crit_95%"), std::string::npos) << csv;
-  EXPECT_NE(
-      csv.find(fmt::format("{:.0f}-{:.0f}", n.bootstrap->b_crit->low, n.bootstrap->b_crit->high)),
-      std::string::npos)
-      << csv;
+  EXPECT_NE(csv.find("B_crit_interval"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(fmt::format("seed range {:.0f}-{:.0f}", low, high)), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("95%"), std::string::npos) << csv;
   EXPECT_NE(csv.find("nesterov,5,1-3,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("one seed"), std::string::npos) << csv;  // adam
   const auto j = nlohmann::json::parse(format_study_report(r, results::QueryFormat::kJson));
   bool found = false;
   for (const auto& f : j["fits"]) {
+    EXPECT_TRUE(f["bootstrap"].is_null());
     if (f["series"] == "adam") {
-      EXPECT_TRUE(f["bootstrap"].is_null());
+      EXPECT_TRUE(f["seed_range"].is_null());
       continue;
     }
     found = true;
     EXPECT_EQ(f["fit"]["points"], 5);
-    EXPECT_EQ(f["bootstrap"]["seeds"], 3);
-    EXPECT_EQ(f["bootstrap"]["b_crit"][0].get<double>(), n.bootstrap->b_crit->low);  // unrounded
-    EXPECT_EQ(f["bootstrap"]["b_crit"][1].get<double>(), n.bootstrap->b_crit->high);
-    EXPECT_EQ(f["bootstrap"]["without_b_crit"], n.bootstrap->without_b_crit);
+    EXPECT_EQ(f["seed_range"]["fits"], 3);
+    EXPECT_EQ(f["seed_range"]["b_crit"][0].get<double>(), n.seed_range->b_crit.low);  // unrounded
+    EXPECT_EQ(f["seed_range"]["b_crit"][1].get<double>(), n.seed_range->b_crit.high);
     EXPECT_EQ(f["batch_seeds"][1]["batch"], 128);
     EXPECT_EQ(f["batch_seeds"][1]["seeds"], 3);
     EXPECT_EQ(f["batch_seeds"][4]["seeds"], 1);
@@ -159,6 +172,62 @@ TEST(StudySeeds, UnbalancedSeedsGiveOnePointPerBatch) {
   const auto table = run_batchlab("report --db " + shell_quote(db));
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_NE(table.output.find("warning: " + warning), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("warning: " + no_interval), std::string::npos) << table.output;
+}
+
+// Three seeds at every batch: a 95% interval. lars's steps fall about as 1/B (S_min near 0), so
+// resamples without a floor are counted as an unbounded B_crit and the interval has no upper end;
+// sgd ran two seeds per batch: a seed range, never a 95% interval.
+const std::vector<SeedCell> kThreeSeeds = {
+    {"lars", 64, 3, "reached", 1000.0},  {"lars", 64, 7, "reached", 1100.0},
+    {"lars", 64, 11, "reached", 950.0},  {"lars", 128, 3, "reached", 520.0},
+    {"lars", 128, 7, "reached", 560.0},  {"lars", 128, 11, "reached", 480.0},
+    {"lars", 256, 3, "reached", 270.0},  {"lars", 256, 7, "reached", 300.0},
+    {"lars", 256, 11, "reached", 250.0}, {"sgd", 64, 0, "reached", 1300.0},
+    {"sgd", 64, 1, "reached", 1200.0},   {"sgd", 256, 0, "reached", 500.0},
+    {"sgd", 256, 1, "reached", 450.0},   {"sgd", 1024, 0, "reached", 300.0},
+    {"sgd", 1024, 1, "reached", 320.0}};
+
+TEST(StudySeeds, ThreeSeedsPerBatchGiveA95PercentIntervalCountingEveryResample) {
+  TempDir dir("three-seeds");
+  const std::string db = (dir.path / "s.db").string();
+  write_seed_cells(db, kThreeSeeds);
+  const auto r = build_study_report(db, {});
+  const SeriesFit& l = series_fit(r, "lars");
+  ASSERT_TRUE(l.fit && l.bootstrap);
+  EXPECT_FALSE(l.seed_range);
+  EXPECT_EQ(l.bootstrap->min_batch_seeds, 3);
+  EXPECT_EQ(l.bootstrap->resamples, results::kSeedResamples);
+  EXPECT_GT(l.bootstrap->unbounded, results::kSeedResamples / 40);
+  EXPECT_TRUE(std::isinf(l.bootstrap->b_crit.high));
+  // Deterministic: the same report twice gives the same interval.
+  const auto again = build_study_report(db, {});
+  EXPECT_EQ(series_fit(again, "lars").bootstrap->b_crit.low, l.bootstrap->b_crit.low);
+  EXPECT_EQ(series_fit(again, "lars").bootstrap->unbounded, l.bootstrap->unbounded);
+  const std::string unbounded = fmt::format(
+      "lars: {} of {} seed resamples gave no critical batch ({} with S_min <= 0, counted as an "
+      "unbounded B_crit; 0 with E_min <= 0, counted as 0); every resample counts, so B_crit's 95% "
+      "interval has no upper end",
+      l.bootstrap->without_b_crit, results::kSeedResamples, l.bootstrap->unbounded);
+  EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), unbounded), r.warnings.end());
+  const SeriesFit& g = series_fit(r, "sgd");
+  ASSERT_TRUE(g.fit && g.seed_range);
+  EXPECT_FALSE(g.bootstrap);
+
+  const auto csv = results::format_csv(study_fit_table(r));
+  EXPECT_NE(csv.find(fmt::format("95% {:.0f}-inf", l.bootstrap->b_crit.low)), std::string::npos)
+      << csv;
+  const auto sgd_row = csv.substr(csv.find("\nsgd,"));
+  EXPECT_EQ(sgd_row.find("95%"), std::string::npos) << csv;
+  EXPECT_NE(sgd_row.find("seed range "), std::string::npos) << csv;
+  const auto j = nlohmann::json::parse(format_study_report(r, results::QueryFormat::kJson));
+  for (const auto& f : j["fits"]) {
+    if (f["series"] != "lars") continue;
+    EXPECT_EQ(f["bootstrap"]["b_crit"][0].get<double>(), l.bootstrap->b_crit.low);
+    EXPECT_TRUE(f["bootstrap"]["b_crit"][1].is_null());  // unbounded
+    EXPECT_EQ(f["bootstrap"]["unbounded"], l.bootstrap->unbounded);
+    EXPECT_EQ(f["bootstrap"]["band"].size(), static_cast<size_t>(results::kBandPoints));
+  }
 }
 
 TEST(StudySeeds, ACensoredSeedMakesTheBatchACensoredPoint) {
@@ -193,8 +262,9 @@ TEST(StudySeeds, ACensoredSeedMakesTheBatchACensoredPoint) {
   EXPECT_EQ(f.batch_seeds[4].batch, 1024);
   EXPECT_EQ(f.batch_seeds[4].seeds, 2);
   EXPECT_EQ(f.batch_seeds[4].reached, 1);
-  // Seed 1 reached nowhere the fit keeps: one seed to resample, so no interval.
+  // Seed 1 reached nowhere the fit keeps: no interval, and one seed is no range either.
   EXPECT_FALSE(f.bootstrap);
+  EXPECT_FALSE(f.seed_range);
   const std::string warning =
       "lars: censored batches left out of the fit: batch 1024 (1 of 2 seeds reached)";
   EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), warning), r.warnings.end());
