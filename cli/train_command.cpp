@@ -61,6 +61,7 @@ config::LoadOptions load_options(std::vector<std::string> overrides, int64_t wor
   opts.overrides = std::move(overrides);
   opts.world_size = world_size;
   experiments::add_registry_names(opts);
+  experiments::add_data_sizes(opts);
   return opts;
 }
 

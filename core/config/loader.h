@@ -6,6 +6,8 @@
 #include <toml++/toml.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +27,11 @@ struct LoadOptions {
   // classify images and the other data sets are images, and the two must match.
   std::vector<std::string> text_archs;
   std::vector<std::string> text_datasets;
+  // The examples of the training split a [data] section gives (data.train_size applied,
+  // data.val_size held out), when the caller can tell without loading the data; nullopt where it
+  // cannot. With it, validation also runs the rules that need the steps per epoch (a warmup in
+  // steps longer than a run in epochs, run_length.h); without it (empty), they wait for the data.
+  std::function<std::optional<int64_t>(const DataConfig&)> training_examples;
   // Check model.init_from and record its SHA-256 (init_file.h). false: keep the recorded hash and
   // leave the file alone (exporting a finished run, whose weights come from its checkpoint).
   bool read_init_file = true;

@@ -1,0 +1,64 @@
+// `batchlab train` on input the config rules must catch before the run starts (issue 35): a
+// warmup longer than the run in other units than the run, a learning rate no float can hold; and
+// a thread count far beyond the machine's cores, which is warned about. Each is reported before
+// the run's banner ("batchlab ... | run ID | ..."), with the file position or the --set it came
+// from. Runs the real binary on the tiny synthetic experiment (512 examples / batch 64 = 8 steps
+// per epoch, 2 epochs = 16 steps).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/cli/cli_runner.h"
+
+namespace batchlab::cli {
+namespace {
+
+using testing::contains;
+using testing::run_batchlab;
+using testing::shell_quote;
+using testing::TempDir;
+
+bool banner_printed(const std::string& output) { return contains(output, "| run "); }
+
+TEST(TrainBadInput, AWarmupLongerThanTheRunIsLocatedAndReportedWithTheOtherProblems) {
+  TempDir dir("warmup");
+  const std::string config = dir.file("tiny.toml", testing::kTinyConfig);
+  const std::string db = (dir.path / "r.db").string();
+  const auto set = run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                                " --set schedule.warmup_steps=100 --set optim.momentum=2");
+  EXPECT_EQ(set.exit_code, 2) << set.output;
+  EXPECT_TRUE(contains(set.output,
+                       "--set: schedule.warmup_steps = 100: longer than the run: schedule.epochs = "
+                       "2.0 at 8 steps per epoch is 16 steps; pick a warmup of at most 16 steps "
+                       "(from --set 'schedule.warmup_steps=100')"))
+      << set.output;
+  // Together with the other problems, in one error, before anything ran.
+  EXPECT_TRUE(contains(set.output, "2 configuration problems")) << set.output;
+  EXPECT_TRUE(contains(set.output, "--set: optim.momentum = 2.0: must be in [0, 1)")) << set.output;
+  EXPECT_FALSE(banner_printed(set.output)) << set.output;
+
+  // The same value in the file: its line and column.
+  std::string text = testing::kTinyConfig;
+  text.replace(text.find("epochs = 2\n"), 11, "epochs = 2\nwarmup_steps = 100\n");  // line 18
+  const std::string file = dir.file("warm.toml", text);
+  const auto in_file = run_batchlab("train " + shell_quote(file) + " --db " + shell_quote(db));
+  EXPECT_EQ(in_file.exit_code, 2) << in_file.output;
+  EXPECT_TRUE(contains(in_file.output, file + ":18:16: schedule.warmup_steps = 100: longer than"))
+      << in_file.output;
+  EXPECT_FALSE(banner_printed(in_file.output)) << in_file.output;
+
+  // A warmup in epochs longer than a run in steps.
+  const auto epochs = run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                                   " --set schedule.steps=16 --set schedule.warmup_epochs=3");
+  EXPECT_EQ(epochs.exit_code, 2) << epochs.output;
+  EXPECT_TRUE(contains(epochs.output,
+                       "--set: schedule.warmup_epochs = 3.0: longer than the run: at 8 steps per "
+                       "epoch this warmup is 24 steps and schedule.steps = 16; pick a warmup of "
+                       "at most 2 epochs"))
+      << epochs.output;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+}  // namespace
+}  // namespace batchlab::cli
