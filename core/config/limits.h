@@ -43,6 +43,10 @@ inline constexpr int64_t kMaxImageSize = 8192;
 // batch.global, batch.micro and batch.bn_group: the largest published batches are 64k (LAMB) to
 // about a million examples; 2^23 also keeps steps x batch (at most kMaxSteps x 2^23) in 64 bits.
 inline constexpr int64_t kMaxBatch = 1 << 23;
+// The largest float32 (std::numeric_limits<float>::max()): the optimizers apply the learning rate
+// and the weight decay to float32 parameters as scalars LibTorch range-checks, so a larger value
+// fails the run at its first update instead of being refused here (learning_rate.h).
+inline constexpr double kMaxFloat32 = 3.4028234663852886e38;
 // sweep.name: it names the sweep's database (NAME.db and SQLite's NAME.db-journal, -wal, -shm)
 // and its runs folder; a file name holds at most 255 bytes on Linux file systems.
 inline constexpr int64_t kMaxSweepNameLength = 100;

@@ -14,6 +14,7 @@
 #include "core/config/codecs.h"
 #include "core/config/duration.h"
 #include "core/config/exclusive_keys.h"
+#include "core/config/learning_rate.h"
 #include "core/config/rules.h"
 #include "core/config/run_length.h"
 #include "core/config/schema.h"
@@ -387,6 +388,7 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
   validate_text(config.model, config.data, out, read);
   validate_targets(config, out, read);
   validate_registries(config, options, out);
+  validate_learning_rates(config, out, read);
   std::vector<Diagnostic> sized;
   validate_data_size_rules(config, options, out, sized, read);
   out.insert(out.end(), sized.begin(), sized.end());

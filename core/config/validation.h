@@ -1,7 +1,8 @@
 // Validation of a read config: the single-key rules of the field tables plus the rules that relate
 // several keys (batch geometry; one warmup, one length, a warmup no longer than the run, step decay
 // with milestones and without a budget; Nesterov with momentum; text sequence lengths; accuracy
-// targets, validation targets with data.val_size), the registry checks (model.arch,
+// targets, validation targets with data.val_size; learning rates a float32 can hold,
+// learning_rate.h), the registry checks (model.arch,
 // data.dataset) and, where the caller knows the training split's size, the rules that need it
 // (run_length.h). Diagnostics come back keyed by full path and without positions;
 // ReadContext::report places them.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/config/learning_rate.h"
 #include "core/config/preconditions.h"
 #include "core/config/run_length.h"
 #include "core/errors.h"
@@ -26,10 +27,7 @@ double scaled_peak_lr(const config::OptimConfig& optim, int64_t global_batch) {
   config::expect_valid(optim, "scaled_peak_lr");
   config::expect(global_batch > 0, "scaled_peak_lr",
                  fmt::format("batch.global = {} must be > 0", global_batch));
-  const double k = static_cast<double>(global_batch) / static_cast<double>(optim.base_batch);
-  if (optim.scaling == "linear") return optim.base_lr * k;
-  if (optim.scaling == "sqrt") return optim.base_lr * std::sqrt(k);
-  return optim.base_lr;
+  return config::peak_lr(optim, global_batch);
 }
 
 LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,

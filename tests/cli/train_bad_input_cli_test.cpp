@@ -60,5 +60,38 @@ TEST(TrainBadInput, AWarmupLongerThanTheRunIsLocatedAndReportedWithTheOtherProbl
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
+TEST(TrainBadInput, ALearningRateNoFloatCanHoldIsRefusedAtValidation) {
+  TempDir dir("float");
+  const std::string config = dir.file("tiny.toml", testing::kTinyConfig);
+  const std::string db = (dir.path / "r.db").string();
+  const auto lr = run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                               " --set optim.base_lr=1e40");
+  EXPECT_EQ(lr.exit_code, 2) << lr.output;
+  EXPECT_TRUE(contains(lr.output, "--set: optim.base_lr = 1e+40: ")) << lr.output;
+  EXPECT_TRUE(contains(lr.output, "largest float32")) << lr.output;
+  EXPECT_FALSE(banner_printed(lr.output)) << lr.output;
+
+  // A base LR that is a float, scaled past the largest one: 1e38 x 64 / 1 (linear scaling).
+  const auto scaled =
+      run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                   " --set optim.base_lr=1e38 --set optim.scaling=linear --set optim.base_batch=1");
+  EXPECT_EQ(scaled.exit_code, 2) << scaled.output;
+  EXPECT_TRUE(contains(scaled.output,
+                       "optim.base_lr = 1e+38: the peak learning rate, 1e+38 x 64 (linear: "
+                       "batch.global 64 / optim.base_batch 1) = 6.4e+39, is beyond the largest "
+                       "float32 (3.4e+38)"))
+      << scaled.output;
+
+  // The other float keys that reach the parameters as a float: weight decay and the final LR.
+  const auto decay = run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                                  " --set optim.weight_decay=1e40 --set schedule.decay=linear "
+                                  "--set schedule.end_lr=1e39");
+  EXPECT_EQ(decay.exit_code, 2) << decay.output;
+  EXPECT_TRUE(contains(decay.output, "--set: optim.weight_decay = 1e+40: ")) << decay.output;
+  EXPECT_TRUE(contains(decay.output, "--set: schedule.end_lr = 1e+39: ")) << decay.output;
+  EXPECT_FALSE(banner_printed(decay.output)) << decay.output;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 }  // namespace
 }  // namespace batchlab::cli
