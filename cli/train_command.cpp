@@ -140,8 +140,15 @@ struct Job {
 Job load_job(const Args& args, const dist::Rendezvous& rv) {
   Job job;
   job.config_path = args.positional("CONFIG.toml");
-  job.cfg = config::load_experiment_file(job.config_path,
-                                         load_options(args.values("set"), rv.world_size));
+  auto options = load_options(args.values("set"), rv.world_size);
+  // What the config asks of this machine (core/config/host_rules.h): said once per host, before
+  // the banner, and never an error.
+  std::vector<Diagnostic> warnings;
+  options.host_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  options.host_processes = rv.local_world_size;
+  if (rv.local_rank == 0) options.warnings = &warnings;
+  job.cfg = config::load_experiment_file(job.config_path, options);
+  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w.to_string());
   job.run_id = config::run_id(job.cfg);
   if (auto given = args.value("run-id"); given && *given != job.run_id) {
     throw UsageError(fmt::format(

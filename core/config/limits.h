@@ -11,7 +11,8 @@ namespace batchlab::config {
 
 // train.threads, `batchlab bench --threads`: LibTorch starts one OS thread per intra-op thread.
 // The largest single hosts have 384-768 hardware threads; `batchlab data tokenizer --threads` has
-// the same bound.
+// the same bound. Past 2 x the cores of the machine a job runs on, `train` warns before it starts
+// (host_rules.h: a rule relative to the machine, so a warning, not a bound).
 inline constexpr int64_t kMaxThreads = 1024;
 // data.workers (loader threads) and data.prefetch (batches each queues ahead, all in memory).
 inline constexpr int64_t kMaxWorkers = 256;

@@ -32,6 +32,12 @@ struct LoadOptions {
   // cannot. With it, validation also runs the rules that need the steps per epoch (a warmup in
   // steps longer than a run in epochs, run_length.h); without it (empty), they wait for the data.
   std::function<std::optional<int64_t>(const DataConfig&)> training_examples;
+  // The machine the job runs on (host_rules.h); with `warnings` set, what its rules say about the
+  // config (train.threads far beyond the cores) lands there, located like the diagnostics, when
+  // the config is valid. Never an error: validation gives the same answer on every machine.
+  int64_t host_cores = 0;  // 0: unknown, no warnings
+  int64_t host_processes = 1;
+  std::vector<Diagnostic>* warnings = nullptr;
   // Check model.init_from and record its SHA-256 (init_file.h). false: keep the recorded hash and
   // leave the file alone (exporting a finished run, whose weights come from its checkpoint).
   bool read_init_file = true;

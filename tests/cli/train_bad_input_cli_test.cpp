@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "tests/cli/cli_runner.h"
 
@@ -91,6 +92,29 @@ TEST(TrainBadInput, ALearningRateNoFloatCanHoldIsRefusedAtValidation) {
   EXPECT_TRUE(contains(decay.output, "--set: schedule.end_lr = 1e+39: ")) << decay.output;
   EXPECT_FALSE(banner_printed(decay.output)) << decay.output;
   EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+TEST(TrainBadInput, ThreadsFarBeyondTheCoresAreWarnedAboutBeforeTheRun) {
+  TempDir dir("threads");
+  const std::string config = dir.file("tiny.toml", testing::kTinyConfig);
+  const std::string db = (dir.path / "r.db").string();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string many = std::to_string(2 * cores + 1);
+  const auto r = run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                              " --set schedule.steps=1 --set train.threads=" + many);
+  // A warning, not an error: the same config may run on a machine with more cores.
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string warning = "warning: --set: train.threads = " + many + ": more than 2 x the " +
+                              std::to_string(cores) + " cores of this machine";
+  EXPECT_TRUE(contains(r.output, warning)) << r.output;
+  EXPECT_LT(r.output.find(warning), r.output.find("| run ")) << r.output;
+
+  // Within the factor: no warning.
+  const auto fine =
+      run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(db) +
+                   " --set schedule.steps=1 --set train.threads=" + std::to_string(cores));
+  EXPECT_EQ(fine.exit_code, 0) << fine.output;
+  EXPECT_FALSE(contains(fine.output, "warning")) << fine.output;
 }
 
 }  // namespace
