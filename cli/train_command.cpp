@@ -226,7 +226,9 @@ train::TrainerOptions trainer_options(const Args& args, const Job& job, const di
 }
 
 // Rank 0 records the run from here on (everything that can reject the input has run).
-std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step) {
+// `started_over`: why this attempt starts from step 0 although the run had checkpoints.
+std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step,
+                                             const std::optional<std::string>& started_over) {
   const auto& cfg = job.cfg;
   if (auto parent = std::filesystem::path(job.db_path).parent_path(); !parent.empty()) {
     std::filesystem::create_directories(parent);
@@ -235,6 +237,7 @@ std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step
   identity.host = host_name();
   identity.git_sha = git_sha();
   identity.torch_version = torch_version();
+  identity.started_over = started_over;
   return std::make_shared<SqliteReporter>(job.db_path, identity,
                                           resume_step > 0 ? resume_step : -1);
 }
@@ -289,7 +292,8 @@ int cmd_train(const std::vector<std::string>& argv) {
   train::Trainer trainer(job.cfg, options, *task, reporter);
   // A checkpoint of another configuration is bad input, refused before anything is recorded.
   const int64_t resume_step = trainer.resume();
-  const auto records = rv.rank == 0 ? open_records(job, resume_step) : nullptr;
+  const auto records =
+      rv.rank == 0 ? open_records(job, resume_step, trainer.started_over()) : nullptr;
   if (records) reporter.add(records);
   // Last, so the rows of the faulting step are already queued when the fault strikes.
   if (auto fault = make_fault_injector(job.run_id, rv.rank)) reporter.add(fault);
