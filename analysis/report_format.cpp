@@ -168,7 +168,7 @@ std::string format_report(const Report& report, results::QueryFormat format) {
   if (format == QueryFormat::kCsv) return results::format_csv(table);
   std::string out = header(report);
   if (format == QueryFormat::kMarkdown) out += "\n";
-  out += results::format_result(table, format);
+  out += results::format_result(table, format, kAbsentCell);
   for (const auto& w : report.warnings) {
     out += fmt::format("{}warning: {}\n", format == QueryFormat::kMarkdown ? "\n" : "", w);
   }

@@ -305,8 +305,9 @@ std::string format_study_report(const StudyReport& report, results::QueryFormat 
     return results::format_csv(cells) + "\n" + results::format_csv(fits);
   }
   const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
-  std::string out = header(report) + gap + results::format_result(cells, format) + "\n" +
-                    fit_header() + gap + results::format_result(fits, format) + "\n";
+  std::string out = header(report) + gap + results::format_result(cells, format, kAbsentCell) +
+                    "\n" + fit_header() + gap + results::format_result(fits, format, kAbsentCell) +
+                    "\n";
   for (const auto& l : report.ladders) out += ladder_line(l) + "\n" + gap;
   out += cost_line(report.cost);
   for (const auto& w : report.warnings) out += fmt::format("{}warning: {}\n", gap, w);

@@ -7,12 +7,18 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "results/query_result.h"
 
 namespace batchlab::analysis {
+
+// What a report's table format shows for a value a row does not have (a number absent: the
+// standard deviation of one seed, the steps to a target never reached): an empty cell, as the
+// CSV and Markdown renderings leave it, never SQL's NULL.
+inline constexpr std::string_view kAbsentCell = "";
 
 struct TableBuilder {
   results::QueryResult table;

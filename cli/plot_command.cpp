@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -148,6 +149,22 @@ void check_options(const Figure& figure, const Args& args) {
   }
 }
 
+// --titles "A|B" names the panels of a figure of several studies, one title per database of --db
+// (scaling_panels.py splits it the same way; an empty --titles gives the default titles). Checked
+// here, so a miscount is refused before any report is built or Python starts.
+void check_titles(const Args& args, const std::vector<std::string>& dbs) {
+  const auto titles = args.value("titles");
+  if (!titles || titles->empty()) return;
+  const auto count = static_cast<size_t>(std::count(titles->begin(), titles->end(), '|')) + 1;
+  if (count == dbs.size()) return;
+  throw UsageError(
+      fmt::format("--titles '{}' gives {} title{} for {} panel{} (--db gives {} database{}); give "
+                  "one title per "
+                  "database, separated by |",
+                  *titles, count, count == 1 ? "" : "s", dbs.size(), dbs.size() == 1 ? "" : "s",
+                  dbs.size(), dbs.size() == 1 ? "" : "s"));
+}
+
 // The study report as JSON in a temporary file, removed with the object.
 struct StudyJson {
   fs::path path;
@@ -250,6 +267,7 @@ int cmd_plot(const std::vector<std::string>& argv) {
   const std::vector<std::string> dbs = databases(figure, db);
   check_paths(dbs, out);
   check_options(figure, args);
+  check_titles(args, dbs);
   auto command = script_command(figure, args, db, out);
   // The study reports, one per panel; a std::list keeps each file's owner in place.
   std::list<StudyJson> reports;

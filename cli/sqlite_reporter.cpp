@@ -18,6 +18,7 @@ SqliteReporter::SqliteReporter(const std::string& db_path, RunIdentity identity,
   row.host = identity_.host;
   row.git_sha = identity_.git_sha;
   row.torch_version = identity_.torch_version;
+  row.started_over = identity_.started_over;
   writer_->with_store([&](results::Store& store) {
     store.upsert_run(row);
     store.delete_rows_after(identity_.run_id, resume_step);

@@ -61,6 +61,7 @@ config::LoadOptions load_options(std::vector<std::string> overrides, int64_t wor
   opts.overrides = std::move(overrides);
   opts.world_size = world_size;
   experiments::add_registry_names(opts);
+  experiments::add_data_sizes(opts);
   return opts;
 }
 
@@ -142,8 +143,15 @@ struct Job {
 Job load_job(const Args& args, const dist::Rendezvous& rv) {
   Job job;
   job.config_path = args.positional("CONFIG.toml");
-  job.cfg = config::load_experiment_file(job.config_path,
-                                         load_options(args.values("set"), rv.world_size));
+  auto options = load_options(args.values("set"), rv.world_size);
+  // What the config asks of this machine (core/config/host_rules.h): said once per host, before
+  // the banner, and never an error.
+  std::vector<Diagnostic> warnings;
+  options.host_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  options.host_processes = rv.local_world_size;
+  if (rv.local_rank == 0) options.warnings = &warnings;
+  job.cfg = config::load_experiment_file(job.config_path, options);
+  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w.to_string());
   job.run_id = config::run_id(job.cfg);
   if (auto given = args.value("run-id"); given && *given != job.run_id) {
     throw UsageError(fmt::format(
@@ -233,7 +241,9 @@ train::TrainerOptions trainer_options(const Args& args, const Job& job, const di
 }
 
 // Rank 0 records the run from here on (everything that can reject the input has run).
-std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step) {
+// `started_over`: why this attempt starts from step 0 although the run had checkpoints.
+std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step,
+                                             const std::optional<std::string>& started_over) {
   const auto& cfg = job.cfg;
   if (auto parent = std::filesystem::path(job.db_path).parent_path(); !parent.empty()) {
     std::filesystem::create_directories(parent);
@@ -242,6 +252,7 @@ std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step
   identity.host = host_name();
   identity.git_sha = git_sha();
   identity.torch_version = torch_version();
+  identity.started_over = started_over;
   return std::make_shared<SqliteReporter>(job.db_path, identity,
                                           resume_step > 0 ? resume_step : -1);
 }
@@ -297,7 +308,8 @@ int cmd_train(const std::vector<std::string>& argv) {
   train::Trainer trainer(job.cfg, options, *task, reporter);
   // A checkpoint of another configuration is bad input, refused before anything is recorded.
   const int64_t resume_step = trainer.resume();
-  const auto records = rv.rank == 0 ? open_records(job, resume_step) : nullptr;
+  const auto records =
+      rv.rank == 0 ? open_records(job, resume_step, trainer.started_over()) : nullptr;
   if (records) reporter.add(records);
   // Last, so the rows of the faulting step are already queued when the fault strikes.
   if (auto fault = make_fault_injector(job.run_id, rv.rank)) reporter.add(fault);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "results/errors.h"
+#include "results/query.h"
 #include "results/sqlite_util.h"
 
 namespace batchlab::results {
@@ -49,9 +50,11 @@ bool has_sqlite_header(const std::string& path, std::uintmax_t size) {
   return in && head == kSqliteHeader;
 }
 
-// The schema version and the tables of a SQLite file, read without writing anything.
+// The schema version and the tables of a SQLite file, read without writing anything and without
+// creating anything beside it: a plain read-only connection to a WAL-mode file would leave an
+// empty -wal and a -shm behind, also when the file turns out to be damaged (open_for_reading).
 void check_schema(const std::string& path, std::string_view role) {
-  Connection db(path, SQLITE_OPEN_READONLY);
+  Connection db = open_for_reading(path, SQLITE_OPEN_READONLY);
   // A damaged file fails here with a StoreInputError naming it (Connection::fail).
   const std::int64_t version = db.pragma_int("user_version");
   std::vector<std::string> tables;

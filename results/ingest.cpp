@@ -136,9 +136,9 @@ void require_file(const std::string& path, const std::string& what) {
 }
 
 // Columns that only a job's attempts write; planning never touches them on an existing run.
-const std::set<std::string> kAttemptColumns = {"status",      "attempts",   "error",   "started_at",
-                                               "finished_at", "last_step",  "train_s", "host",
-                                               "device",      "stop_reason"};
+const std::set<std::string> kAttemptColumns = {
+    "status",  "attempts", "error",  "started_at",  "finished_at", "last_step",
+    "train_s", "host",     "device", "stop_reason", "started_over"};
 
 std::string register_run_sql() {
   const auto& cols = RowCodec<RunRow>::columns();

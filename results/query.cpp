@@ -66,6 +66,12 @@ std::string hex(const void* data, int size) {
     throw StoreInputError(db.path(), damaged_database_context("found while reading it"),
                           db.last_message());
   }
+  // A lock held past the busy timeout is no mistake in the SQL either, and no bad input: the
+  // same command succeeds once the other process is done (exit 1, README "Exit codes").
+  if (is_locked_database(code)) {
+    throw StoreError(db.path(), locked_database_context(db.path(), "while reading it"),
+                     db.last_message());
+  }
   if (code == SQLITE_ERROR || code == SQLITE_AUTH || code == SQLITE_MISMATCH ||
       code == SQLITE_RANGE || code == SQLITE_TOOBIG) {
     throw StoreInputError(db.path(), context, db.last_message());
@@ -139,12 +145,18 @@ QueryResult query_readonly(const std::string& db_path, const std::string& sql) {
 
 QueryResult query_readonly(const std::string& db_path, const std::string& sql,
                            const std::vector<QueryParam>& params) {
+  return query_readonly(db_path, sql, params, kReadBusyTimeout);
+}
+
+QueryResult query_readonly(const std::string& db_path, const std::string& sql,
+                           const std::vector<QueryParam>& params,
+                           std::chrono::milliseconds busy_timeout) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(db_path, ec)) {
     throw StoreInputError(db_path, "no database file here");
   }
   Connection db = open_for_reading(db_path, SQLITE_OPEN_READONLY);
-  sqlite3_busy_timeout(db.get(), 30000);
+  sqlite3_busy_timeout(db.get(), static_cast<int>(busy_timeout.count()));
   // Second guard beside SQLITE_OPEN_READONLY: refuse writes even to the temp database.
   db.exec("PRAGMA query_only = 1", "cannot make the connection query-only");
   int denied = 0;

@@ -16,8 +16,8 @@ std::size_t display_width(std::string_view text) {
 }
 
 // A newline or tab inside a cell would break the table's alignment.
-std::string table_cell(const std::optional<std::string>& value) {
-  if (!value) return "NULL";
+std::string table_cell(const std::optional<std::string>& value, std::string_view null_text) {
+  if (!value) return std::string(null_text);
   std::string text;
   text.reserve(value->size());
   for (char c : *value) {
@@ -147,7 +147,7 @@ std::optional<QueryFormat> parse_query_format(std::string_view name) {
   return std::nullopt;
 }
 
-std::string format_table(const QueryResult& result) {
+std::string format_table(const QueryResult& result, std::string_view null_text) {
   const std::size_t ncols = result.columns.size();
   if (ncols == 0) return {};
   std::vector<std::size_t> width(ncols);
@@ -157,7 +157,7 @@ std::string format_table(const QueryResult& result) {
   for (std::size_t c = 0; c < ncols; ++c) width[c] = display_width(result.columns[c]);
   for (std::size_t r = 0; r < result.rows.size(); ++r) {
     for (std::size_t c = 0; c < ncols && c < result.rows[r].size(); ++c) {
-      width[c] = std::max(width[c], display_width(table_cell(result.rows[r][c])));
+      width[c] = std::max(width[c], display_width(table_cell(result.rows[r][c], null_text)));
       const ValueType type = type_at(result, r, c);
       if (type == ValueType::kInteger || type == ValueType::kReal) {
         numeric[c] = true;
@@ -185,7 +185,8 @@ std::string format_table(const QueryResult& result) {
     line.clear();
     for (std::size_t c = 0; c < ncols; ++c) {
       if (c > 0) line += "  ";
-      append_padded(line, table_cell(c < row.size() ? row[c] : std::nullopt), width[c], numeric[c]);
+      append_padded(line, table_cell(c < row.size() ? row[c] : std::nullopt, null_text), width[c],
+                    numeric[c]);
     }
     append_line(out, std::move(line));
   }
@@ -273,10 +274,11 @@ std::string format_markdown(const QueryResult& result) {
   return out;
 }
 
-std::string format_result(const QueryResult& result, QueryFormat format) {
+std::string format_result(const QueryResult& result, QueryFormat format,
+                          std::string_view null_text) {
   switch (format) {
     case QueryFormat::kTable:
-      return format_table(result);
+      return format_table(result, null_text);
     case QueryFormat::kCsv:
       return format_csv(result);
     case QueryFormat::kJson:

@@ -29,9 +29,10 @@ enum class QueryFormat { kTable, kCsv, kJson, kMarkdown };
 std::optional<QueryFormat> parse_query_format(std::string_view name);
 
 // Aligned columns separated by two spaces, a dashed rule under the header, numeric columns
-// right-aligned, NULL shown as NULL, control characters escaped (\n, \t, \r), no trailing spaces.
-// Nothing at all for a statement without result columns.
-std::string format_table(const QueryResult& result);
+// right-aligned, NULL shown as `null_text` (`batchlab query` shows SQL's NULL; the reports leave
+// the cell empty, as their CSV and Markdown do), control characters escaped (\n, \t, \r), no
+// trailing spaces. Nothing at all for a statement without result columns.
+std::string format_table(const QueryResult& result, std::string_view null_text = "NULL");
 // RFC 4180 quoting (fields with a comma, quote, CR or LF are quoted, quotes doubled) with LF line
 // ends; NULL is an empty field and an empty string is "" so the two stay apart.
 std::string format_csv(const QueryResult& result);
@@ -41,6 +42,8 @@ std::string format_json(const QueryResult& result);
 // A GitHub-flavoured Markdown table: numeric columns right-aligned (`---:`), `|` in cells escaped,
 // newlines as <br>, NULL as an empty cell. For reports pasted into docs.
 std::string format_markdown(const QueryResult& result);
-std::string format_result(const QueryResult& result, QueryFormat format);
+// `null_text`: what the table format shows for NULL (the other formats have their own way).
+std::string format_result(const QueryResult& result, QueryFormat format,
+                          std::string_view null_text = "NULL");
 
 }  // namespace batchlab::results

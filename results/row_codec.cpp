@@ -252,14 +252,24 @@ const char* const RowCodec<RunRow>::table = "runs";
 const char* const RowCodec<RunRow>::order_by = "run_id";
 
 const std::vector<std::string>& RowCodec<RunRow>::columns() {
-  static const std::vector<std::string> cols = {
-      "run_id",     "sweep_id",      "status",          "config_toml",  "model",
-      "dataset",    "optimizer",     "global_batch",    "micro_batch",  "accum_steps",
-      "world_size", "base_lr",       "peak_lr",         "scaling",      "warmup_steps",
-      "seed",       "attempts",      "error",           "host",         "device",
-      "git_sha",    "torch_version", "started_at",      "finished_at",  "threads",
-      "bn_group",   "train_size",    "steps_per_epoch", "total_steps",  "samples_dropped_per_epoch",
-      "last_step",  "train_s",       "stop_reason",     "scheduler_job"};
+  static const std::vector<std::string> cols = {"run_id",       "sweep_id",
+                                                "status",       "config_toml",
+                                                "model",        "dataset",
+                                                "optimizer",    "global_batch",
+                                                "micro_batch",  "accum_steps",
+                                                "world_size",   "base_lr",
+                                                "peak_lr",      "scaling",
+                                                "warmup_steps", "seed",
+                                                "attempts",     "error",
+                                                "host",         "device",
+                                                "git_sha",      "torch_version",
+                                                "started_at",   "finished_at",
+                                                "threads",      "bn_group",
+                                                "train_size",   "steps_per_epoch",
+                                                "total_steps",  "samples_dropped_per_epoch",
+                                                "last_step",    "train_s",
+                                                "stop_reason",  "scheduler_job",
+                                                "started_over"};
   return cols;
 }
 
@@ -271,7 +281,7 @@ void RowCodec<RunRow>::bind(Statement& stmt, const RunRow& row) {
       row.host)(row.device)(row.git_sha)(row.torch_version)(row.started_at)(row.finished_at)(
       row.threads)(row.bn_group)(row.train_size)(row.steps_per_epoch)(row.total_steps)(
       row.samples_dropped_per_epoch)(row.last_step)(row.train_s)(row.stop_reason)(
-      row.scheduler_job);
+      row.scheduler_job)(row.started_over);
 }
 
 RunRow RowCodec<RunRow>::read(const Statement& stmt, const std::string& /*db_path*/) {
@@ -311,6 +321,7 @@ RunRow RowCodec<RunRow>::read(const Statement& stmt, const std::string& /*db_pat
   row.train_s = r.opt_double();
   row.stop_reason = r.opt_text();
   row.scheduler_job = r.opt_text();
+  row.started_over = r.opt_text();
   return row;
 }
 

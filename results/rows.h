@@ -72,6 +72,11 @@ struct RunRow {
   // Schema version 5: the cluster job of its latest submission (Slurm "123" or "123_4"); nullopt
   // for a run started by `sweep run` or by hand. A write without it keeps the stored one.
   std::optional<std::string> scheduler_job;
+  // Schema version 6: why an attempt of the run started over from step 0 although the run had
+  // checkpoints (none could be read: the files and their reasons); nullopt when none did. Set by
+  // the attempt that started over; a write without it keeps the stored one, since the recorded
+  // series begins there.
+  std::optional<std::string> started_over;
   // Schema version 2: the physical batch, data accounting and the training clock.
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> bn_group;

@@ -193,9 +193,15 @@ const char* const kVersion5 = R"sql(
 ALTER TABLE runs ADD COLUMN scheduler_job TEXT;
 )sql";
 
+// Why a run's series restarted from step 0 although it had checkpoints (issue 35): every one was
+// unreadable (truncated, damaged). Without it a restarted series looks like a first attempt.
+const char* const kVersion6 = R"sql(
+ALTER TABLE runs ADD COLUMN started_over TEXT;
+)sql";
+
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3, kVersion4,
-                                                   kVersion5};
+  static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3,
+                                                   kVersion4, kVersion5, kVersion6};
   return scripts;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "results/errors.h"
+#include "results/lock_holders.h"
 
 namespace batchlab::results {
 
@@ -17,6 +18,19 @@ std::string damaged_database_context(std::string_view context) {
          "); restore it from a copy (batchlab results snapshot makes one of a live database), or "
          "build a new one from the runs' records files with batchlab results ingest --db NEW.db "
          "RUNS_FOLDER";
+}
+
+bool is_locked_database(int primary_code) noexcept {
+  return primary_code == SQLITE_BUSY || primary_code == SQLITE_LOCKED;
+}
+
+std::string locked_database_context(const std::string& path, std::string_view context) {
+  const std::string holders = describe_lock_holders(path);
+  return "the database is locked" + (holders.empty() ? std::string() : ": " + holders) +
+         "; gave up after the busy timeout (" + std::string(context) +
+         "). A reader waits only for a writer in rollback-journal mode or a connection in "
+         "PRAGMA locking_mode = EXCLUSIVE (batchlab writes in WAL mode, where readers never "
+         "wait); run the command again once that process is done";
 }
 
 Connection::Connection(std::string path, int flags) : Connection(path, flags, path) {}
@@ -67,6 +81,9 @@ void Connection::fail(std::string_view context) const {
   if (db_ != nullptr && is_damaged_database(last_error_code())) {
     throw StoreInputError(path_, damaged_database_context(context), last_message());
   }
+  if (db_ != nullptr && is_locked_database(last_error_code())) {
+    throw StoreError(path_, locked_database_context(path_, context), last_message());
+  }
   throw StoreError(path_, std::string(context), last_message());
 }
 
@@ -78,6 +95,9 @@ void Connection::exec(const std::string& sql, std::string_view context) {
     sqlite3_free(message);
     if (is_damaged_database(rc & 0xff)) {
       throw StoreInputError(path_, damaged_database_context(context), text);
+    }
+    if (is_locked_database(rc & 0xff)) {
+      throw StoreError(path_, locked_database_context(path_, context), text);
     }
     throw StoreError(path_, std::string(context), text);
   }

@@ -20,6 +20,14 @@ bool is_damaged_database(int primary_code) noexcept;
 // SQLite database, what was being done (`context`), and what to do about it.
 std::string damaged_database_context(std::string_view context);
 
+// Whether SQLite's primary result code says that another connection held a lock this one needed
+// for longer than its busy timeout (SQLITE_BUSY, SQLITE_LOCKED): no fault of the input.
+bool is_locked_database(int primary_code) noexcept;
+// The context of the StoreError thrown for such a failure: that the database at `path` is locked,
+// by which process and with what kind of lock when the kernel's lock table names it
+// (lock_holders.h), what was being done (`context`), and what to do about it.
+std::string locked_database_context(const std::string& path, std::string_view context);
+
 class Connection {
  public:
   // flags are sqlite3_open_v2 flags. A connection is used by one thread at a time.
@@ -49,8 +57,8 @@ class Connection {
 
   // The current SQLite error message of this connection.
   std::string last_message() const;
-  // Throws StoreError (StoreInputError when the file is damaged: is_damaged_database) with the
-  // current SQLite message.
+  // Throws StoreError (StoreInputError when the file is damaged: is_damaged_database; saying who
+  // holds it when it is locked: is_locked_database) with the current SQLite message.
   [[noreturn]] void fail(std::string_view context) const;
 
  private:

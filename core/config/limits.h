@@ -11,7 +11,8 @@ namespace batchlab::config {
 
 // train.threads, `batchlab bench --threads`: LibTorch starts one OS thread per intra-op thread.
 // The largest single hosts have 384-768 hardware threads; `batchlab data tokenizer --threads` has
-// the same bound.
+// the same bound. Past 2 x the cores of the machine a job runs on, `train` warns before it starts
+// (host_rules.h: a rule relative to the machine, so a warning, not a bound).
 inline constexpr int64_t kMaxThreads = 1024;
 // data.workers (loader threads) and data.prefetch (batches each queues ahead, all in memory).
 inline constexpr int64_t kMaxWorkers = 256;
@@ -43,6 +44,10 @@ inline constexpr int64_t kMaxImageSize = 8192;
 // batch.global, batch.micro and batch.bn_group: the largest published batches are 64k (LAMB) to
 // about a million examples; 2^23 also keeps steps x batch (at most kMaxSteps x 2^23) in 64 bits.
 inline constexpr int64_t kMaxBatch = 1 << 23;
+// The largest float32 (std::numeric_limits<float>::max()): the optimizers apply the learning rate
+// and the weight decay to float32 parameters as scalars LibTorch range-checks, so a larger value
+// fails the run at its first update instead of being refused here (learning_rate.h).
+inline constexpr double kMaxFloat32 = 3.4028234663852886e38;
 // sweep.name: it names the sweep's database (NAME.db and SQLite's NAME.db-journal, -wal, -shm)
 // and its runs folder; a file name holds at most 255 bytes on Linux file systems.
 inline constexpr int64_t kMaxSweepNameLength = 100;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "core/config/host_rules.h"
 #include "core/config/init_file.h"
 #include "core/config/overrides.h"
 #include "core/config/read_context.h"
@@ -30,6 +31,11 @@ ExperimentConfig parse_document(toml::table document, const std::string& source_
   ctx.report_all(std::move(init_problems));
   ctx.report_all(validate_experiment(config, options, &ctx));
   if (!ctx.empty()) throw ConfigError(ctx.take_sorted());
+  if (options.warnings != nullptr) {
+    for (auto& w : host_warnings(config, {options.host_cores, options.host_processes})) {
+      options.warnings->push_back(ctx.located(std::move(w)));
+    }
+  }
   return config;
 }
 

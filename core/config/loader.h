@@ -6,6 +6,8 @@
 #include <toml++/toml.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +27,17 @@ struct LoadOptions {
   // classify images and the other data sets are images, and the two must match.
   std::vector<std::string> text_archs;
   std::vector<std::string> text_datasets;
+  // The examples of the training split a [data] section gives (data.train_size applied,
+  // data.val_size held out), when the caller can tell without loading the data; nullopt where it
+  // cannot. With it, validation also runs the rules that need the steps per epoch (a warmup in
+  // steps longer than a run in epochs, run_length.h); without it (empty), they wait for the data.
+  std::function<std::optional<int64_t>(const DataConfig&)> training_examples;
+  // The machine the job runs on (host_rules.h); with `warnings` set, what its rules say about the
+  // config (train.threads far beyond the cores) lands there, located like the diagnostics, when
+  // the config is valid. Never an error: validation gives the same answer on every machine.
+  int64_t host_cores = 0;  // 0: unknown, no warnings
+  int64_t host_processes = 1;
+  std::vector<Diagnostic>* warnings = nullptr;
   // Check model.init_from and record its SHA-256 (init_file.h). false: keep the recorded hash and
   // leave the file alone (exporting a finished run, whose weights come from its checkpoint).
   bool read_init_file = true;

@@ -52,6 +52,10 @@ class ReadContext {
   void report(Diagnostic d);
   void report_all(std::vector<Diagnostic> diagnostics);
 
+  // `d` (key a full path) with the file, line and column report() would give it, not recorded: for
+  // warnings, which must not fail the config.
+  Diagnostic located(Diagnostic d) const { return locate(std::move(d)).diagnostic; }
+
   // A diagnostic that already carries its own location (syntax errors, malformed overrides);
   // `override_index` orders diagnostics about overrides as the overrides were given.
   void add_located(Diagnostic d, size_t override_index = 0);

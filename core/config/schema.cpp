@@ -92,6 +92,12 @@ AtMost max_image_size() {
 AtMost max_classes(const char* what) { return at_most(kMaxClasses, what); }
 AtMost max_steps() { return at_most(kMaxSteps, "no run of that many steps can finish"); }
 AtMost max_epochs() { return at_most(kMaxEpochs, "no run of that many epochs can finish"); }
+AtMost float32_range() {
+  return at_most(
+      kMaxFloat32,
+      "the largest float32: the optimizer applies it to float32 parameters, and a larger "
+      "value fails the run at its first update (core/config/learning_rate.h)");
+}
 
 Table<ModelConfig> model_table() {
   return {{
@@ -161,7 +167,7 @@ Table<ParamGroupRule> group_table() {
       field("lr_scale", &ParamGroupRule::lr_scale, greater_than(0)),
       field("match", &ParamGroupRule::match, ParamRule{})
           .required_key("match = \"<glob over parameter names>\" (or \"ndim<2\")"),
-      field("weight_decay", &ParamGroupRule::weight_decay, at_least(0)),
+      field("weight_decay", &ParamGroupRule::weight_decay, both(at_least(0), float32_range())),
   }};
 }
 
@@ -184,7 +190,7 @@ Table<OptimConfig> optim_table() {
       field("scaling", &OptimConfig::scaling, one_of(scaling_names())),
       field("trust_clip", &OptimConfig::trust_clip),
       field("trust_coefficient", &OptimConfig::trust_coefficient, greater_than(0)),
-      field("weight_decay", &OptimConfig::weight_decay, at_least(0)),
+      field("weight_decay", &OptimConfig::weight_decay, both(at_least(0), float32_range())),
   }};
 }
 

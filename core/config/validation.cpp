@@ -14,7 +14,9 @@
 #include "core/config/codecs.h"
 #include "core/config/duration.h"
 #include "core/config/exclusive_keys.h"
+#include "core/config/learning_rate.h"
 #include "core/config/rules.h"
+#include "core/config/run_length.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
 #include "core/config/target_rules.h"
@@ -47,15 +49,6 @@ std::string nearby_divisors(int64_t n, int64_t near) {
   if (below > 0) return fmt::format(" (e.g. {})", below);
   if (above > 0) return fmt::format(" (e.g. {})", above);
   return "";
-}
-
-// True when none of `paths` failed to read, so a rule relating them sees the user's values.
-bool intact(const ReadContext* read, const std::vector<std::string>& paths) {
-  if (read == nullptr) return true;
-  for (const auto& path : paths) {
-    if (read->failed(path)) return false;
-  }
-  return true;
 }
 
 // Three significant digits ("20.8", "5.33") without switching to exponents for large ratios.
@@ -106,6 +99,14 @@ void check_exclusive(const std::vector<Choice>& choices, bool exactly_one,
 }
 
 }  // namespace
+
+bool keys_intact(const ReadContext* read, const std::vector<std::string>& paths) {
+  if (read == nullptr) return true;
+  for (const auto& path : paths) {
+    if (read->failed(path)) return false;
+  }
+  return true;
+}
 
 void validate_batch_geometry(const BatchConfig& batch, int64_t world_size,
                              std::vector<Diagnostic>& out) {
@@ -192,14 +193,14 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
       {"schedule.steps", choice("schedule.steps", schedule.steps, integer)},
       {budget, choice(budget, schedule.budget_s, duration)}};
   for (const auto& group : exclusive_groups()) {
-    if (!intact(read, group.paths)) continue;
+    if (!keys_intact(read, group.paths)) continue;
     std::vector<Choice> members;
     for (const auto& path : group.paths) members.push_back(choices.at(path));
     check_exclusive(members, group.exactly_one, "schedule", out);
   }
 
   // A wall-clock budget has no step count to measure an epoch- or step-based warmup against.
-  if (schedule.budget_s && intact(read, {budget, warmup_epochs, warmup_steps})) {
+  if (schedule.budget_s && keys_intact(read, {budget, warmup_epochs, warmup_steps})) {
     const std::string why =
         "with schedule.budget only warmup_fraction is allowed (the number of steps is not known "
         "in advance); use schedule.warmup_fraction instead";
@@ -213,13 +214,14 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
   }
 
   if (schedule.decay == "step" && schedule.milestones.empty() &&
-      intact(read, {"schedule.decay", "schedule.milestones"})) {
+      keys_intact(read, {"schedule.decay", "schedule.milestones"})) {
     out.push_back(diagnostic("schedule.decay", format_string(schedule.decay),
                              "needs schedule.milestones (the epochs at which the LR is multiplied "
                              "by gamma); add e.g. milestones = [30, 60, 80]"));
   }
   // Milestones are epochs; a budgeted run has no epoch count to place them on.
-  if (schedule.budget_s && schedule.decay == "step" && intact(read, {budget, "schedule.decay"})) {
+  if (schedule.budget_s && schedule.decay == "step" &&
+      keys_intact(read, {budget, "schedule.decay"})) {
     out.push_back(diagnostic("schedule.decay", format_string(schedule.decay),
                              "with schedule.budget the decay must be constant, linear, poly or "
                              "cosine (step milestones are epochs, which a wall-clock budget does "
@@ -229,14 +231,14 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
   // A warmup longer than the run, when both are in the same unit; in mixed units (warmup_steps
   // with epochs) it depends on the data size and the schedule itself reports it.
   if (schedule.steps && schedule.warmup_steps && *schedule.warmup_steps > *schedule.steps &&
-      intact(read, {warmup_steps, "schedule.steps"})) {
+      keys_intact(read, {warmup_steps, "schedule.steps"})) {
     out.push_back(diagnostic(warmup_steps, integer.write(*schedule.warmup_steps),
                              fmt::format("longer than the run (schedule.steps = {}); pick a warmup "
                                          "of at most {} steps",
                                          *schedule.steps, *schedule.steps)));
   }
   if (schedule.epochs && schedule.warmup_epochs && *schedule.warmup_epochs > *schedule.epochs &&
-      intact(read, {warmup_epochs, "schedule.epochs"})) {
+      keys_intact(read, {warmup_epochs, "schedule.epochs"})) {
     out.push_back(
         diagnostic(warmup_epochs, real.write(*schedule.warmup_epochs),
                    fmt::format("longer than the run (schedule.epochs = {}); pick a "
@@ -251,7 +253,7 @@ void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
   const bool nesterov =
       optim.name == "nesterov" || (optim.nesterov && (optim.name == "sgd" || optim.name == "lars"));
   if (nesterov && !(optim.momentum > 0.0) &&
-      intact(read, {"optim.name", "optim.nesterov", "optim.momentum"})) {
+      keys_intact(read, {"optim.name", "optim.nesterov", "optim.momentum"})) {
     out.push_back(diagnostic(
         "optim.momentum", format_float(optim.momentum),
         fmt::format(
@@ -264,7 +266,7 @@ void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
 void validate_text(const ModelConfig& model, const DataConfig& data, std::vector<Diagnostic>& out,
                    const ReadContext* read) {
   if (model.next_sentence && !data.sentence_pair &&
-      intact(read, {"model.next_sentence", "data.sentence_pair"})) {
+      keys_intact(read, {"model.next_sentence", "data.sentence_pair"})) {
     out.push_back(diagnostic("model.next_sentence", "true",
                              "needs data.sentence_pair = true (the next-sentence labels come from "
                              "sentence pairs); set it or set next_sentence = false"));
@@ -272,14 +274,14 @@ void validate_text(const ModelConfig& model, const DataConfig& data, std::vector
   // [CLS] text [SEP] needs 3 tokens; [CLS] a [SEP] b [SEP] needs 5.
   const int64_t shortest = data.sentence_pair ? 5 : 3;
   if (data.seq_len > 0 && data.seq_len < shortest &&
-      intact(read, {"data.seq_len", "data.sentence_pair"})) {
+      keys_intact(read, {"data.seq_len", "data.sentence_pair"})) {
     out.push_back(diagnostic(
         "data.seq_len", format_integer(data.seq_len),
         fmt::format("must be >= {}: [CLS], [SEP]{} and at least one token of text per sequence",
                     shortest, data.sentence_pair ? ", a second [SEP] (data.sentence_pair)" : "")));
   }
   if (data.seq_len_phase2 > 0 && data.seq_len_phase2 < data.seq_len &&
-      intact(read, {"data.seq_len_phase2", "data.seq_len"})) {
+      keys_intact(read, {"data.seq_len_phase2", "data.seq_len"})) {
     out.push_back(diagnostic("data.seq_len_phase2", format_integer(data.seq_len_phase2),
                              fmt::format("must be 0 (no second phase) or >= data.seq_len ({}): the "
                                          "second phase trains on longer sequences",
@@ -287,7 +289,7 @@ void validate_text(const ModelConfig& model, const DataConfig& data, std::vector
   }
   for (const auto& [key, length] : {std::pair<const char*, int64_t>{"data.seq_len", data.seq_len},
                                     {"data.seq_len_phase2", data.seq_len_phase2}}) {
-    if (length > model.max_seq_len && intact(read, {key, "model.max_seq_len"})) {
+    if (length > model.max_seq_len && keys_intact(read, {key, "model.max_seq_len"})) {
       out.push_back(diagnostic(key, format_integer(length),
                                fmt::format("longer than model.max_seq_len ({}), the rows of the "
                                            "position embedding; raise model.max_seq_len or "
@@ -304,16 +306,16 @@ void validate_targets(const ExperimentConfig& config, std::vector<Diagnostic>& o
     const Target& target = train.targets[i];
     const std::string entry = fmt::format("train.target[{}]", i);
     if (auto rule = target_value_rule(target.metric, target.value);
-        rule && intact(read, {entry + ".metric", entry + ".value"})) {
+        rule && keys_intact(read, {entry + ".metric", entry + ".value"})) {
       out.push_back(diagnostic(entry + ".value", format_float(target.value), *rule));
     }
     if (auto rule = validation_split_rule(target.metric, config.data);
-        rule && intact(read, {entry + ".metric", "data.val_size"})) {
+        rule && keys_intact(read, {entry + ".metric", "data.val_size"})) {
       out.push_back(diagnostic(entry + ".metric", format_string(target.metric), *rule));
     }
   }
   if (train.stop_at_target && train.targets.empty() &&
-      intact(read, {"train.stop_at_target", "train.target"})) {
+      keys_intact(read, {"train.stop_at_target", "train.target"})) {
     out.push_back(diagnostic("train.stop_at_target", "true",
                              "needs a train.target to stop at; add e.g. target = { metric = "
                              "\"test_acc\", value = 0.9 } or set stop_at_target = false"));
@@ -378,7 +380,7 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
                                             const LoadOptions& options, const ReadContext* read) {
   std::vector<Diagnostic> out;
   for (const auto& section : experiment_sections()) section.check(config, out);
-  if (intact(read, {"batch.global", "batch.micro", "batch.bn_group"})) {
+  if (keys_intact(read, {"batch.global", "batch.micro", "batch.bn_group"})) {
     validate_batch_geometry(config.batch, options.world_size, out);
   }
   validate_schedule(config.schedule, out, read);
@@ -386,6 +388,10 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
   validate_text(config.model, config.data, out, read);
   validate_targets(config, out, read);
   validate_registries(config, options, out);
+  validate_learning_rates(config, out, read);
+  std::vector<Diagnostic> sized;
+  validate_data_size_rules(config, options, out, sized, read);
+  out.insert(out.end(), sized.begin(), sized.end());
   return out;
 }
 

@@ -1,14 +1,16 @@
 // Validation of a read config: the single-key rules of the field tables plus the rules that relate
 // several keys (batch geometry; one warmup, one length, a warmup no longer than the run, step decay
 // with milestones and without a budget; Nesterov with momentum; text sequence lengths; accuracy
-// targets, validation targets with data.val_size) and the registry checks (model.arch,
-// data.dataset). Diagnostics come back keyed by full path and without positions;
+// targets, validation targets with data.val_size; learning rates a float32 can hold,
+// learning_rate.h), the registry checks (model.arch,
+// data.dataset) and, where the caller knows the training split's size, the rules that need it
+// (run_length.h). Diagnostics come back keyed by full path and without positions;
 // ReadContext::report places them.
 //
 // This is the one place user input is validated. Components (optimizer factory, LR schedule, data
 // and models) take validated configs and only assert that precondition (preconditions.h); what
-// they can still reject needs the data (a batch larger than the training set, a warmup in steps
-// longer than a run in epochs).
+// they can still reject needs the data (a batch larger than the training set; a warmup in steps
+// longer than a run in epochs where the loader alone knows the data size, run_length.h).
 #pragma once
 
 #include <optional>
@@ -28,6 +30,10 @@ namespace batchlab::config {
 std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
                                             const LoadOptions& options,
                                             const ReadContext* read = nullptr);
+
+// True when none of `paths` (nor a table holding one) failed to read in `read` (or `read` is
+// null), so a rule relating them sees the user's values.
+bool keys_intact(const ReadContext* read, const std::vector<std::string>& paths);
 
 // The parts of validate_experiment, exposed for tests and for callers that build configs in code.
 // With `read`, each rule is skipped when one of the keys it relates failed to read.

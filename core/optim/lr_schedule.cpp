@@ -6,7 +6,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/config/learning_rate.h"
 #include "core/config/preconditions.h"
+#include "core/config/run_length.h"
 #include "core/errors.h"
 
 namespace batchlab::optim {
@@ -18,8 +20,6 @@ Diagnostic problem(const std::string& key, const std::string& value, const std::
   return Diagnostic{"", 0, 0, key, value, rule};
 }
 
-std::string num(double x) { return fmt::format("{}", x); }
-
 }  // namespace
 
 double scaled_peak_lr(const config::OptimConfig& optim, int64_t global_batch) {
@@ -27,10 +27,7 @@ double scaled_peak_lr(const config::OptimConfig& optim, int64_t global_batch) {
   config::expect_valid(optim, "scaled_peak_lr");
   config::expect(global_batch > 0, "scaled_peak_lr",
                  fmt::format("batch.global = {} must be > 0", global_batch));
-  const double k = static_cast<double>(global_batch) / static_cast<double>(optim.base_batch);
-  if (optim.scaling == "linear") return optim.base_lr * k;
-  if (optim.scaling == "sqrt") return optim.base_lr * std::sqrt(k);
-  return optim.base_lr;
+  return config::peak_lr(optim, global_batch);
 }
 
 LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
@@ -38,7 +35,7 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
     : cfg_(schedule), peak_(peak_lr), budgeted_(schedule.budget_s.has_value()) {
   // Preconditions: the schema's rules, cross-key ones included (one length, at most one warmup,
   // budget with warmup_fraction and without step decay). What is left to check here needs the
-  // data size: steps per epoch, and a warmup longer than the run in mixed units.
+  // data size: steps per epoch, and the run length's rules.
   config::expect_valid(schedule, "LrSchedule");
   std::vector<Diagnostic> problems;
   const auto& s = schedule;
@@ -55,28 +52,15 @@ LrSchedule::LrSchedule(const config::ScheduleConfig& schedule, double peak_lr,
     budget_s_ = *s.budget_s;
     warmup_fraction_ = s.warmup_fraction.value_or(0.0);
   } else if (problems.empty()) {
-    const double spe = static_cast<double>(steps_per_epoch);
-    total_steps_ = s.steps ? *s.steps : std::llround(*s.epochs * spe);
-    // schedule.steps = 0 asks for no update (the starting weights are evaluated); epochs that
-    // round to no step are a mistake.
-    if (!s.steps && total_steps_ <= 0) {
-      problems.push_back(problem("schedule.epochs", num(*s.epochs),
-                                 fmt::format("{} steps per epoch make this no step at all; train "
-                                             "longer (schedule.steps = 0 if no update is meant)",
-                                             steps_per_epoch)));
-    }
-    if (s.warmup_steps) warmup_steps_ = *s.warmup_steps;
-    if (s.warmup_epochs) warmup_steps_ = std::llround(*s.warmup_epochs * spe);
-    if (s.warmup_fraction) {
-      warmup_steps_ = std::llround(*s.warmup_fraction * static_cast<double>(total_steps_));
-    }
-    if (warmup_steps_ > total_steps_ && total_steps_ > 0) {
-      problems.push_back(problem("schedule", "",
-                                 fmt::format("warmup ({} steps) is longer than the run ({} steps)",
-                                             warmup_steps_, total_steps_)));
-    }
+    // The rules on the run length in steps: those validation runs too where it knows the data
+    // size before loading it (config/run_length.h).
+    config::validate_run_length(s, steps_per_epoch, problems);
+    const config::RunLength length = config::run_length(s, steps_per_epoch);
+    total_steps_ = length.total_steps;
+    warmup_steps_ = length.warmup_steps;
     for (double m : s.milestones) {
-      milestone_at_.push_back(static_cast<double>(std::llround(m * spe)));
+      milestone_at_.push_back(
+          static_cast<double>(std::llround(m * static_cast<double>(steps_per_epoch))));
     }
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));

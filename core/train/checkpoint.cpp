@@ -182,7 +182,9 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
                                                                torch::optim::Optimizer& optimizer,
                                                                std::vector<std::string>& warnings,
                                                                std::optional<int64_t> at_most) {
-  for (const auto& path : list()) {
+  const auto files = list();
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = files[f];
     if (at_most && step_of(path) > *at_most) {
       warnings.push_back(fmt::format(
           "{}: not resumed from: the run's records end at step {}, so the steps up to {} would "
@@ -195,7 +197,11 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
     try {
       open_archive(path, archive);
     } catch (const CheckpointError& e) {
-      warnings.push_back(fmt::format("{}; falling back to an older checkpoint", e.what()));
+      // The oldest has nothing to fall back to: the caller says what happens then.
+      warnings.push_back(f + 1 < files.size()
+                             ? fmt::format("{}; falling back to {}", e.what(),
+                                           fs::path(files[f + 1]).filename().string())
+                             : std::string(e.what()));
       continue;
     }
 

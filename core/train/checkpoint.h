@@ -4,7 +4,8 @@
 // payload (32 bytes), payload (a LibTorch archive). Written to `NAME.tmp`, flushed, then renamed,
 // so a crash leaves either the old file or the new one, never half of one; the checksum catches
 // what a rename cannot (a truncated copy, a flipped bit). The two newest checkpoints are kept; when
-// the newest is unreadable the previous one is used, with a warning.
+// the newest is unreadable the previous one is used, with a warning; when none is, the run starts
+// over from step 0 and says so (Trainer::resume, Trainer::started_over).
 //
 // Data-parallel runs: rank 0 writes the checkpoint (model and optimizer are identical on every
 // rank); every other rank r writes `rank<r>-<step>.pt` beside it with its own RNG states (its
@@ -69,9 +70,10 @@ class CheckpointStore {
 
   // Loads the newest readable checkpoint into model and optimizer and returns its contents;
   // nullopt when there is none. A checkpoint whose config hash differs from `expected_hash` is a
-  // CheckpointError. Unreadable newer files are skipped; their paths and reasons land in
-  // `warnings`. With `at_most`, checkpoints past that step are skipped too (with a warning): the
-  // run's records end there, and resuming later would leave the steps between out of them.
+  // CheckpointError. Unreadable files are skipped; their paths and reasons land in `warnings`,
+  // each but the oldest naming the file tried next. With `at_most`, checkpoints past that step are
+  // skipped too (with a warning): the run's records end there, and resuming later would leave the
+  // steps between out of them.
   std::optional<CheckpointContents> load_latest(const std::string& expected_hash,
                                                 torch::nn::Module& model,
                                                 torch::optim::Optimizer& optimizer,

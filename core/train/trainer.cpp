@@ -331,7 +331,10 @@ int64_t Trainer::resume() {
                  static_cast<uint64_t>(loaded->state.step)));
   }
   for (const auto& w : warnings) reporter_.note(w);
-  if (!loaded) return 0;
+  if (!loaded) {
+    note_start_over(warnings);
+    return 0;
+  }
   state_ = loaded->state;
   if (best_rule_) {
     // best.pt may be newer than the checkpoint: its value stands until beaten.
@@ -343,6 +346,34 @@ int64_t Trainer::resume() {
   reporter_.note(
       fmt::format("resumed from step {} ({:.1f} s of training)", state_.step, state_.train_s));
   return state_.step;
+}
+
+// Checkpoints there, none readable: the series restarts, and the run's record must say why (a
+// restarted series is otherwise indistinguishable from a first attempt).
+void Trainer::note_start_over(const std::vector<std::string>& unreadable) {
+  const auto listed = options_.checkpoints->list();
+  const size_t files = listed.size();
+  if (files == 0) return;
+  size_t past_records = 0;
+  for (const auto& path : listed) {
+    past_records += options_.records_end && CheckpointStore::step_of(path) > *options_.records_end;
+  }
+  const std::string what =
+      past_records == 0
+          ? fmt::format(
+                "no checkpoint of this run could be read ({} file{} in {}, all "
+                "unreadable): the run starts over from step 0",
+                files, files == 1 ? "" : "s", options_.checkpoints->dir())
+          : fmt::format(
+                "no checkpoint of this run could be used ({} file{} in {}: {} past the "
+                "end of its records at step {}, {} unreadable): the run starts over from "
+                "step 0",
+                files, files == 1 ? "" : "s", options_.checkpoints->dir(), past_records,
+                *options_.records_end, files - past_records);
+  reporter_.note(what);
+  std::string why = what;
+  for (const auto& w : unreadable) why += "; " + w;
+  started_over_ = why;
 }
 
 // Every rank starts from rank 0's parameters and buffers, and from the same step: a rank that

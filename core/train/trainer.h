@@ -110,8 +110,13 @@ class Trainer {
   Trainer(const TrainerConfig& config, TrainerOptions options, Task& task, Reporter& reporter);
 
   // Loads the newest usable checkpoint, if any; returns the step it resumes from (0 if none).
-  // Warnings (a corrupt newest checkpoint) go to the reporter's notes.
+  // Warnings (a corrupt newest checkpoint) go to the reporter's notes. When the checkpoint
+  // directory holds checkpoints but none can be read, the run starts over from step 0: a note says
+  // so, and started_over() tells why, for the run's record.
   int64_t resume();
+  // Why this attempt starts from step 0 although the run had checkpoints (every one unreadable:
+  // the count, the folder and each file's reason); nullopt otherwise.
+  const std::optional<std::string>& started_over() const { return started_over_; }
 
   // Trains to the end (steps, epochs, budget, target or stop request). Divergence is an outcome;
   // other errors propagate.
@@ -173,6 +178,7 @@ class Trainer {
 
   bool checkpoints_on() const;
   void save_checkpoint(int64_t updates_done);
+  void note_start_over(const std::vector<std::string>& unreadable);
   void synchronize_start();
   void end_preempted(int64_t updates_done);
   void finish(int64_t updates_done);
@@ -212,6 +218,7 @@ class Trainer {
   std::unique_ptr<BestWeightsRule> best_rule_;
   std::optional<double> best_value_;
   RunOutcome outcome_;
+  std::optional<std::string> started_over_;
 };
 
 }  // namespace batchlab::train

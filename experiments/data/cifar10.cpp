@@ -73,6 +73,19 @@ void read_cifar10_file(const std::string& path, std::vector<torch::Tensor>& imag
   labels.push_back(label);
 }
 
+std::optional<int64_t> cifar10_train_count(const std::string& dir) {
+  if (dir.empty()) return std::nullopt;
+  int64_t records = 0;
+  for (int64_t i = 1; i <= kCifarTrainFiles; ++i) {
+    std::error_code ec;
+    const auto size = fs::file_size(fs::path(dir) / fmt::format("data_batch_{}.bin", i), ec);
+    const auto bytes = static_cast<int64_t>(size);
+    if (ec || bytes == 0 || bytes % kCifarRecordBytes != 0) return std::nullopt;
+    records += bytes / kCifarRecordBytes;
+  }
+  return records;
+}
+
 ImageDataset load_cifar10(const std::string& dir) {
   if (dir.empty()) {
     throw InputError(

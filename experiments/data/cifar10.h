@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,9 @@ void read_cifar10_file(const std::string& path, std::vector<torch::Tensor>& imag
 // Reads the whole dataset from `dir`. Throws InputError when dir is empty (no default location) and
 // DataError for missing or malformed files.
 ImageDataset load_cifar10(const std::string& dir);
+
+// The training images in `dir`, from the sizes of its batch files alone; nullopt when a file is
+// missing or not a whole number of records (load_cifar10 then says why).
+std::optional<int64_t> cifar10_train_count(const std::string& dir);
 
 }  // namespace batchlab::data

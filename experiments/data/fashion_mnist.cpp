@@ -64,6 +64,13 @@ const std::vector<std::string>& fashion_mnist_class_names() {
   return names;
 }
 
+std::optional<int64_t> fashion_mnist_train_count(const std::string& dir) {
+  const fs::path root = dir.empty() ? fs::path(kFashionMnistDefaultDir) : fs::path(dir);
+  const std::string gz_name = kFashionMnistTrainLabels;
+  if (auto n = read_idx_count((root / gz_name).string())) return n;
+  return read_idx_count((root / gz_name.substr(0, gz_name.size() - 3)).string());
+}
+
 ImageDataset load_fashion_mnist(const std::string& dir) {
   const fs::path root = dir.empty() ? fs::path(kFashionMnistDefaultDir) : fs::path(dir);
   std::error_code ec;

@@ -3,6 +3,8 @@
 // in the package dataset-fashion-mnist (installed by scripts/setup.sh).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,5 +30,9 @@ const std::vector<std::string>& fashion_mnist_class_names();
 // and label counts disagree, when train and test image shapes differ, or when a label is outside
 // 0..9.
 ImageDataset load_fashion_mnist(const std::string& dir = "");
+
+// The training images in `dir` ("" = kFashionMnistDefaultDir), from the label file's header alone;
+// nullopt when it cannot be read (load_fashion_mnist then says why).
+std::optional<int64_t> fashion_mnist_train_count(const std::string& dir = "");
 
 }  // namespace batchlab::data

@@ -214,6 +214,21 @@ torch::Tensor read_idx(const std::string& path) {
   return out;
 }
 
+std::optional<int64_t> read_idx_count(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  try {
+    GzFile file(path);
+    std::array<uint8_t, 8> head{};  // magic, then the first dimension
+    if (file.read(head.data(), 8) < 8 || head[0] != 0 || head[1] != 0 || head[3] == 0) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(big_endian_u32(head.data() + 4));
+  } catch (const DataError&) {
+    return std::nullopt;
+  }
+}
+
 torch::Tensor read_idx_images(const std::string& path) {
   torch::Tensor raw = read_idx(path);
   if (raw.dim() != 3) {

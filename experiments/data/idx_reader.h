@@ -11,6 +11,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace batchlab::data {
@@ -24,6 +25,10 @@ inline constexpr int64_t kMaxIdxBytes = int64_t{1} << 34;
 // count of 0, dims whose product exceeds kMaxIdxBytes, truncated data, trailing bytes, corrupt gzip
 // stream.
 torch::Tensor read_idx(const std::string& path);
+
+// The first dimension of an IDX file (its sample count), from the header alone; nullopt when the
+// file is missing or its header unreadable (read_idx then says why).
+std::optional<int64_t> read_idx_count(const std::string& path);
 
 // An IDX image file ([N, H, W] uint8) as uint8 [N, 1, H, W]. Throws DataError unless it has 3 dims.
 torch::Tensor read_idx_images(const std::string& path);

@@ -14,9 +14,6 @@
 namespace batchlab::data {
 namespace {
 
-// data.train_size / data.test_size = 0 for the synthetic dataset: small enough that a test trains
-// on it in seconds, large enough that accuracy is measured to about 1%.
-constexpr int64_t kSyntheticTrainSize = 4096;
 constexpr int64_t kSyntheticTestSize = 1024;
 // The synthetic dataset is fixed, like a real one: seeds in a sweep vary initialization and data
 // order (data.seed), never the data itself.
@@ -66,6 +63,21 @@ ImageDataset load_image_dataset(const config::DataConfig& data) {
   }
   throw InputError(fmt::format("data.dataset = \"{}\": unknown image dataset; valid: {}",
                                data.dataset, fmt::join(image_dataset_names(), ", ")));
+}
+
+std::optional<int64_t> image_training_examples(const config::DataConfig& data) {
+  std::optional<int64_t> split;  // the whole training split
+  if (data.dataset == "synthetic") {
+    split = data.train_size > 0 ? data.train_size : kSyntheticTrainSize;
+  } else if (data.dataset == "fashion_mnist") {
+    split = fashion_mnist_train_count(data.path);
+  } else if (data.dataset == "cifar10") {
+    split = cifar10_train_count(data.path);
+  }
+  if (!split || data.train_size > *split || data.train_size < 0) return std::nullopt;
+  const int64_t kept = data.train_size > 0 ? data.train_size : *split;
+  if (data.val_size < 0 || data.val_size >= kept) return std::nullopt;
+  return kept - data.val_size;
 }
 
 void compute_channel_stats(const torch::Tensor& images, std::vector<double>& mean,

@@ -6,12 +6,17 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/config/data_config.h"
 
 namespace batchlab::data {
+
+// The synthetic dataset's training images when data.train_size = 0: small enough that a test
+// trains on it in seconds, large enough that accuracy is measured to about 1% (1024 test images).
+inline constexpr int64_t kSyntheticTrainSize = 4096;
 
 struct ImageDataset {
   torch::Tensor train_images;  // uint8 [N, C, H, W], pixel values 0..255
@@ -51,6 +56,13 @@ std::vector<std::string> image_dataset_names();
 // InputError for an unknown dataset (listing the valid names) or a size that is negative or larger
 // than the split; DataError for unreadable files.
 ImageDataset load_image_dataset(const config::DataConfig& data);
+
+// The examples a task trains on from the dataset data.dataset names (data.train_size of the
+// training split, less the data.val_size held out), told without loading the data: from the
+// synthetic dataset's size, Fashion-MNIST's label header, CIFAR-10's file sizes. nullopt for the
+// datasets only loading can measure (imagenet, text) and where loading will fail (missing files,
+// a size beyond the split: load_image_dataset and the task then say why).
+std::optional<int64_t> image_training_examples(const config::DataConfig& data);
 
 // Per-channel mean and standard deviation of pixel/255 over uint8 images [N, C, H, W]; computed in
 // double precision. Used to fill ImageDataset::mean / stddev.

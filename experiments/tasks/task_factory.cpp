@@ -54,4 +54,8 @@ void add_registry_names(config::LoadOptions& options) {
   options.text_datasets = {"text"};  // make_task_for_data: the one text data set
 }
 
+void add_data_sizes(config::LoadOptions& options) {
+  options.training_examples = data::image_training_examples;
+}
+
 }  // namespace batchlab::experiments

@@ -30,4 +30,10 @@ std::vector<std::string> dataset_names();
 // is loaded.
 void add_registry_names(config::LoadOptions& options);
 
+// Gives the config loader the training split's size where the [data] section tells it without
+// loading anything (data::image_training_examples), so the rules that need the steps per epoch
+// run with the other validation (core/config/run_length.h). Reads file headers: for a command
+// that loads one config, not for planning a sweep of thousands.
+void add_data_sizes(config::LoadOptions& options);
+
 }  // namespace batchlab::experiments

@@ -161,6 +161,31 @@ TEST(Report, FormatsHaveOneRowPerGroup) {
   EXPECT_NE(md.output.find("| --- | ---: |"), std::string::npos) << md.output;
 }
 
+// A value a group does not have (the standard deviation of one seed, steps to a target never
+// reached) is an empty cell in every rendering: the table no longer prints SQL's NULL (issue 35).
+TEST(Report, AbsentValuesAreEmptyCellsInTheTableToo) {
+  const std::string study =
+      std::string(test_paths::source_dir()) + "/docs/data/fmnist_scaling_study.db";
+  const std::string one_seed = " --where " + shell_quote("r.seed = 0");
+  for (const std::string& args :
+       {"report --runs --db " + shell_quote(study), "report --db " + shell_quote(study),
+        "report --db " + shell_quote(testing::mini_sweep_db()) + one_seed}) {
+    SCOPED_TRACE(args);
+    const auto r = run_batchlab(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("NULL"), std::string::npos) << r.output;
+  }
+  // The one-seed rows: test_acc_sd is blank, and the next column's value follows the mean.
+  const auto r = run_batchlab("report --db " + shell_quote(testing::mini_sweep_db()) + one_seed);
+  const auto header = r.output.find("test_acc_sd");
+  ASSERT_NE(header, std::string::npos) << r.output;
+  const auto rule = r.output.find('\n', r.output.find('\n', header) + 1);
+  const std::string first_row = r.output.substr(rule + 1, r.output.find('\n', rule + 1) - rule - 1);
+  const auto column = header - r.output.rfind('\n', header) - 1;
+  ASSERT_GT(first_row.size(), column + 11) << r.output;
+  EXPECT_EQ(first_row.substr(column, 11), std::string(11, ' ')) << r.output;
+}
+
 TEST(Report, BadInputIsExit2WithTheFix) {
   const std::string db = testing::mini_sweep_db();
   auto r = run_batchlab("report --db " + shell_quote(db) + " --group-by optimzer");

@@ -72,7 +72,7 @@ TEST(StudyPlot, ScalingPanelsDrawsOnePanelPerStudy) {
   const auto titles = run_batchlab("plot --figure scaling-panels --db " + shell_quote(a + "," + b) +
                                    " --titles 'Only one' --out " + shell_quote(out));
   EXPECT_EQ(titles.exit_code, 2);
-  EXPECT_NE(titles.output.find("--titles gives 1 titles for 2 panels"), std::string::npos)
+  EXPECT_NE(titles.output.find("--titles 'Only one' gives 1 title for 2 panels"), std::string::npos)
       << titles.output;
   const auto missing = run_batchlab("plot --figure scaling-panels --db " +
                                     shell_quote(a + "," + (dir.path / "no.db").string()) +
@@ -85,6 +85,37 @@ TEST(StudyPlot, ScalingPanelsDrawsOnePanelPerStudy) {
   EXPECT_EQ(single.exit_code, 2);
   EXPECT_NE(single.output.find("--titles: figure steps-vs-batch has one panel"), std::string::npos)
       << single.output;
+}
+
+// A title count that does not match the panels is refused by batchlab itself, before the
+// figure's Python starts (issue 35): the interpreter below leaves a mark when it runs.
+TEST(StudyPlotInput, TitlesThatDoNotMatchThePanelsAreRefusedBeforePythonStarts) {
+  TempDir dir("titles");
+  const std::string a = (dir.path / "images.db").string();
+  const std::string b = (dir.path / "text.db").string();
+  testing::write_study_db(a);
+  testing::write_study_db(b);
+  const std::string mark = (dir.path / "python-ran").string();
+  const std::string python = dir.file(
+      "python3", "#!/bin/sh\ntouch " + shell_quote(mark) + "\nexec /usr/bin/python3 \"$@\"\n");
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  ::setenv("BATCHLAB_PYTHON", python.c_str(), 1);
+  const std::string out = (dir.path / "p.png").string();
+  const auto few = run_batchlab("plot --figure scaling-panels --db " + shell_quote(a + "," + b) +
+                                " --titles x --out " + shell_quote(out));
+  const auto many = run_batchlab("plot --figure scaling-panels --db " + shell_quote(a) +
+                                 " --titles 'x|y|z' --out " + shell_quote(out));
+  ::unsetenv("BATCHLAB_PYTHON");
+  EXPECT_EQ(few.exit_code, 2) << few.output;
+  EXPECT_NE(few.output.find("batchlab plot: --titles 'x' gives 1 title for 2 panels (--db gives 2 "
+                            "databases); give one title per database, separated by |"),
+            std::string::npos)
+      << few.output;
+  EXPECT_EQ(many.exit_code, 2) << many.output;
+  EXPECT_NE(many.output.find("--titles 'x|y|z' gives 3 titles for 1 panel"), std::string::npos)
+      << many.output;
+  EXPECT_FALSE(std::filesystem::exists(mark)) << "the figure's Python ran";
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(StudyPlotInput, ADatabaseWithoutAStudyIsExit2) {

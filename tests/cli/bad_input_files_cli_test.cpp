@@ -1,7 +1,8 @@
 // Bad input through the real binary exits 2 with a message naming the file (or key) and the fix,
 // and creates nothing: a file that is no batchlab database given to `results ingest`, `results
-// migrate` or `train --db`, a damaged database given to `query`, and config values beyond their
-// bounds (train.threads, a float beyond the range of doubles).
+// migrate` or `train --db`, a damaged database given to `query` (and to the writing commands, with
+// no -wal or -shm left beside it), and config values beyond their bounds (train.threads, a float
+// beyond the range of doubles).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -91,6 +92,40 @@ TEST(BadInputFiles, QueryOfACorruptDatabaseSaysSoNamingTheFile) {
   EXPECT_TRUE(contains(r.output, db + ": the database file is corrupt or not a SQLite database"))
       << r.output;
   EXPECT_FALSE(contains(r.output, "invalid SQL")) << r.output;
+}
+
+// A damaged database given to a writing command is refused (exit 2) and nothing appears beside
+// it: no -wal or -shm file from the check that found the damage (issue 35).
+TEST(BadInputFiles, ACorruptDatabaseGetsNothingCreatedBesideIt) {
+  TempDir dir("corrupt-writers");
+  const std::string db = (dir.path / "sweep.db").string();
+  {
+    results::Store store(db);
+    for (int r = 0; r < 40; ++r) {
+      results::RunRow run;
+      run.run_id = "run" + std::to_string(r);
+      run.status = "planned";
+      run.config_toml = std::string(500, 'x');
+      store.upsert_run(run);
+    }
+  }
+  results::testing::corrupt_all_but_first_page(db);
+  const std::string bytes = testing::read_text(db);
+  const std::string config = dir.file("tiny.toml", testing::kTinyConfig);
+  fs::create_directories(dir.path / "runs");
+  for (const std::string& command : {"train " + shell_quote(config) + " --db " + shell_quote(db),
+                                     "results migrate --db " + shell_quote(db),
+                                     "results ingest --db " + shell_quote(db) + " " +
+                                         shell_quote((dir.path / "runs").string())}) {
+    SCOPED_TRACE(command);
+    const auto r = run_batchlab(command);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, db + ": the database file is corrupt")) << r.output;
+    EXPECT_FALSE(fs::exists(db + "-wal")) << r.output;
+    EXPECT_FALSE(fs::exists(db + "-shm")) << r.output;
+    EXPECT_EQ(entries_in(dir.path), 3u) << r.output;  // sweep.db, tiny.toml, runs
+    EXPECT_EQ(testing::read_text(db), bytes);
+  }
 }
 
 TEST(BadInputFiles, ThreadsBeyondTheBoundAndFloatsBeyondDoublesExitTwoWithTheFix) {

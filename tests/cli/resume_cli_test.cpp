@@ -129,6 +129,42 @@ TEST(ResumeCli, SigtermLeavesACheckpointAndPreemptedStatusThenContinuesTheClock)
             std::string::npos);
 }
 
+// Every checkpoint unreadable (issue 35): the run says that none could be read and that it starts
+// over from step 0 (no "falling back" past the oldest), and its runs row records why
+// (runs.started_over), so a series that restarted is told apart from one that resumed.
+TEST(ResumeCli, EveryCheckpointUnreadableStartsOverSayingSoAndRecordsIt) {
+  TempDir dir("unreadable");
+  const auto cfg = dir.file("tiny.toml", resumable_config());
+  const auto db = (dir.path / "u.db").string();
+  auto killed = run_with_fault(train_cmd(cfg, db), "kill@25");  // checkpoints at 10 and 20
+  EXPECT_NE(killed.exit_code, 0) << killed.output;
+  const auto ckpt_dir = only_checkpoint_dir(dir.path);
+  for (const char* name : {"ckpt-000000000010.pt", "ckpt-000000000020.pt"}) {
+    ASSERT_TRUE(fs::exists(fs::path(ckpt_dir) / name)) << name;
+    fs::resize_file(fs::path(ckpt_dir) / name, 100);
+  }
+  auto restarted = run_batchlab(train_cmd(cfg, db));
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.output;
+  const std::string& out = restarted.output;
+  EXPECT_NE(out.find("ckpt-000000000020.pt: truncated checkpoint"), std::string::npos) << out;
+  EXPECT_NE(out.find("falling back to ckpt-000000000010.pt"), std::string::npos) << out;
+  EXPECT_NE(out.find("ckpt-000000000010.pt: truncated checkpoint"), std::string::npos) << out;
+  EXPECT_NE(out.find("no checkpoint of this run could be read (2 files in " + ckpt_dir +
+                     ", all unreadable): the run starts over from step 0"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("resumed from step"), std::string::npos) << out;
+  // The row says so, and the series is the new attempt's alone.
+  EXPECT_NE(query_csv(db,
+                      "SELECT status, attempts, started_over LIKE 'no checkpoint of this run "
+                      "could be read (2 files%' FROM runs")
+                .find("done,2,1"),
+            std::string::npos)
+      << query_csv(db, "SELECT * FROM runs");
+  EXPECT_NE(query_csv(db, "SELECT count(*), min(step), max(step) FROM steps").find("48,0,47"),
+            std::string::npos);
+}
+
 TEST(ResumeCli, BlowUpEndsAsDivergedWithEarlierEvalsAndMilestonesIntact) {
   TempDir dir("diverge");
   const auto cfg = dir.file("tiny.toml", testing::kTinyConfig);

@@ -71,6 +71,14 @@ TEST_F(QueryTest, FormatsTable) {
             "b,\"q\"    20      NULL\n"
             "NULL    300       1.0\n"
             "          4  2.25e-07\n");
+  // The reports show NULL as an empty cell, as their CSV and Markdown do.
+  EXPECT_EQ(format_result(small(), QueryFormat::kTable, ""),
+            "name   step      loss\n"
+            "-----  ----  --------\n"
+            "a         1       0.5\n"
+            "b,\"q\"    20\n"
+            "        300       1.0\n"
+            "          4  2.25e-07\n");
 }
 
 TEST_F(QueryTest, FormatsCsv) {

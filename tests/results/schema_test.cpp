@@ -99,6 +99,14 @@ const std::map<std::string, std::vector<std::string>>& version5_additions() {
   return added;
 }
 
+// Version 6 (issue 35): why a run's series started over although it had checkpoints.
+const std::map<std::string, std::vector<std::string>>& version6_additions() {
+  static const std::map<std::string, std::vector<std::string>> added = {
+      {"runs", {"started_over"}},
+  };
+  return added;
+}
+
 const std::map<std::string, std::vector<std::string>>& study_tables() {
   static const std::map<std::string, std::vector<std::string>> tables = {
       {"study_cells",
@@ -119,8 +127,9 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
   RawDb db(path);
   for (const auto& [table, contract] : contract_tables()) {
     std::vector<std::string> expected = contract;
-    for (const auto* additions : {&version2_additions(), &version3_additions(),
-                                  &version4_additions(), &version5_additions()}) {
+    for (const auto* additions :
+         {&version2_additions(), &version3_additions(), &version4_additions(),
+          &version5_additions(), &version6_additions()}) {
       auto added = additions->find(table);
       if (added != additions->end()) {
         expected.insert(expected.end(), added->second.begin(), added->second.end());
@@ -132,7 +141,7 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
     EXPECT_EQ(columns_of(db, table), columns) << table;
   }
   EXPECT_EQ(db.integer("PRAGMA user_version"), latest_schema_version());
-  EXPECT_EQ(latest_schema_version(), 5);
+  EXPECT_EQ(latest_schema_version(), 6);
   EXPECT_EQ(db.value("PRAGMA journal_mode"), "wal");
 }
 
@@ -243,7 +252,7 @@ TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
   }
 
   Store store(path);
-  EXPECT_EQ(store.schema_version(), 5);
+  EXPECT_EQ(store.schema_version(), latest_schema_version());
   auto evals = store.read_evals("r1");
   ASSERT_EQ(evals.size(), 1u);
   EXPECT_DOUBLE_EQ(evals[0].test_acc.value(), 0.81);
@@ -251,6 +260,7 @@ TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
   EXPECT_FALSE(evals[0].val_loss.has_value());
   EXPECT_FALSE(evals[0].val_acc.has_value());
   EXPECT_EQ(store.get_run("r1")->total_steps, 8);
+  EXPECT_FALSE(store.get_run("r1")->started_over.has_value());  // version 6, empty
   EXPECT_TRUE(store.read_study_cells().empty());
 
   EvalRow next = evals[0];
@@ -264,7 +274,7 @@ TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
   EXPECT_EQ(evals[1].val_acc, 0.87);
 
   RawDb db(path);
-  EXPECT_EQ(db.integer("PRAGMA user_version"), 5);
+  EXPECT_EQ(db.integer("PRAGMA user_version"), latest_schema_version());
   EXPECT_EQ(db.value("SELECT val_acc FROM evals WHERE step = 9"), "0.87");
   EXPECT_FALSE(db.value("SELECT val_acc FROM evals WHERE step = 8").has_value());
   EXPECT_EQ(db.integer("SELECT count(*) FROM study_trials"), 0);

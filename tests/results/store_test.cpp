@@ -206,6 +206,27 @@ TEST(Store, TheSchedulerJobIsKeptByWritesThatDoNotKnowIt) {
   EXPECT_THROW(store.set_scheduler_job("nope", "1"), StoreError);
 }
 
+// runs.started_over (schema v6): set by the attempt that started over because no checkpoint could
+// be read; kept by later attempts and by the final status, since the recorded series begins there.
+TEST(Store, StartedOverIsKeptOnceAnAttemptStartedOver) {
+  TempDir dir;
+  Store store(dir.file("over.db"));
+  RunRow attempt = planned_run("r1");
+  attempt.status = "running";
+  store.upsert_run(attempt);
+  EXPECT_FALSE(store.get_run("r1")->started_over.has_value());
+  attempt.started_over = "no checkpoint of this run could be read (2 files in d, all unreadable)";
+  store.upsert_run(attempt);
+  store.set_run_status("r1", "preempted", "stopped by a signal");
+  attempt.started_over.reset();  // the next attempt resumed from a checkpoint it wrote since
+  store.upsert_run(attempt);
+  store.set_run_status("r1", "done");
+  const auto row = store.get_run("r1");
+  EXPECT_EQ(row->attempts, 3);
+  EXPECT_EQ(row->started_over,
+            "no checkpoint of this run could be read (2 files in d, all unreadable)");
+}
+
 TEST(Store, RunOfUnknownSweepViolatesForeignKey) {
   TempDir dir;
   Store store(dir.file("fk.db"));

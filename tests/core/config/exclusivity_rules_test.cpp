@@ -57,7 +57,8 @@ TEST(ExclusivityRules, WarmupStepsNoLongerThanTheRun) {
 TEST(ExclusivityRules, WarmupEpochsNoLongerThanTheRun) {
   expect_one(doc("schedule", "epochs = 2\nwarmup_epochs = 3"), "schedule.warmup_epochs", 4, 17,
              "longer than the run (schedule.epochs = 2.0)");
-  // Mixed units need the data size: left to the schedule (and to `sweep plan` when it knows it).
+  // Mixed units need the data size: without a training split size (LoadOptions) they are left to
+  // run_length_rules_test.cpp's rules, run by the schedule once the data is loaded.
   parse_ok(doc("schedule", "epochs = 2\nwarmup_steps = 5000"));
 }
 

@@ -150,6 +150,8 @@ TEST(Checkpoint, CorruptNewestFallsBackWithAWarning) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("checksum"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find(newest), std::string::npos);
+  EXPECT_NE(warnings[0].find("; falling back to ckpt-000000000004.pt"), std::string::npos)
+      << warnings[0];
   auto got = weights(fresh);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(torch::equal(got[i], w4[i]));
 }
@@ -184,6 +186,39 @@ TEST(Checkpoint, TruncatedFileIsNamed) {
   EXPECT_FALSE(loaded.has_value());
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("truncated"), std::string::npos) << warnings[0];
+  // The only (oldest) checkpoint has nothing to fall back to.
+  EXPECT_EQ(warnings[0].find("falling back"), std::string::npos) << warnings[0];
+}
+
+// No checkpoint readable: the trainer starts over from step 0, says so, and tells why for the
+// run's record (Trainer::started_over); with no checkpoint at all there is nothing to tell.
+TEST(Checkpoint, NoReadableCheckpointStartsOverSayingWhy) {
+  TempDir dir;
+  auto store = std::make_shared<CheckpointStore>(dir.path.string());
+  {
+    ToyTask task;
+    RecordingReporter rec;
+    const auto first = setup(store, 4);
+    Trainer t(first.config, first.options, task, rec);
+    EXPECT_EQ(t.resume(), 0);
+    EXPECT_FALSE(t.started_over().has_value());
+    t.run();
+  }
+  const auto files = store->list();
+  ASSERT_EQ(files.size(), 2u);
+  for (const auto& f : files) fs::resize_file(f, 64);
+  ToyTask task;
+  RecordingReporter rec;
+  const auto again = setup(store, 4);
+  Trainer t(again.config, again.options, task, rec);
+  EXPECT_EQ(t.resume(), 0);
+  ASSERT_EQ(rec.notes.size(), 3u);
+  EXPECT_EQ(rec.notes[2], "no checkpoint of this run could be read (2 files in " +
+                              dir.path.string() +
+                              ", all unreadable): the run starts over from step 0");
+  ASSERT_TRUE(t.started_over().has_value());
+  EXPECT_EQ(t.started_over()->rfind(rec.notes[2] + "; " + files[0], 0), 0u) << *t.started_over();
+  EXPECT_NE(t.started_over()->find(files[1]), std::string::npos) << *t.started_over();
 }
 
 // A Slurm task's records lag its checkpoints (records are published from node-local disk): a node
