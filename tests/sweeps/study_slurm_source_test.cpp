@@ -49,18 +49,7 @@ class FakeCluster {
     const fs::path bin = dir_.path / "bin";
     fs::create_directories(bin);
     const std::string fake = dir_.path.string();
-    program(bin / "sbatch", "n=$(cat " + fake +
-                                "/next 2>/dev/null || echo 100)\n"
-                                "echo $((n + 1)) > " +
-                                fake +
-                                "/next\n"
-                                "echo \"$n|0|PENDING|batchlab-fake\" >> " +
-                                fake +
-                                "/queue\n"
-                                "echo \"$n $2\" >> " +
-                                fake +
-                                "/sbatch.log\n"
-                                "echo \"$n\"\n");
+    program(bin / "sbatch", sbatch_body(""));
     program(bin / "squeue", "cat " + fake + "/queue 2>/dev/null; true\n");
     program(bin / "scancel", "echo \"$1\" >> " + fake + "/scancel.log\n");
     ::setenv("PATH", (bin.string() + ":" + old_path_).c_str(), 1);
@@ -76,6 +65,14 @@ class FakeCluster {
   ~FakeCluster() { ::setenv("PATH", old_path_.c_str(), 1); }
 
   SlurmTrialSource& source() { return *source_; }
+  // The fake sbatch: `before` runs first (a banner, a failure that exits); then it queues the next
+  // id (from 100) as PENDING, logs it, and prints it followed by `suffix` (e.g. ";cluster1").
+  std::string sbatch_body(const std::string& before, const std::string& suffix = "") const {
+    const std::string fake = dir_.path.string();
+    return before + "n=$(cat " + fake + "/next 2>/dev/null || echo 100)\n" + "echo $((n + 1)) > " +
+           fake + "/next\n" + "echo \"$n|0|PENDING|batchlab-fake\" >> " + fake + "/queue\n" +
+           "echo \"$n $2\" >> " + fake + "/sbatch.log\n" + "echo \"$n" + suffix + "\"\n";
+  }
   // Replaces a fake Slurm command (sbatch, squeue, scancel) by a script with `body`.
   void replace(const std::string& name, const std::string& body) {
     program(dir_.path / "bin" / name, body);
@@ -310,21 +307,7 @@ TEST(SlurmTrialSource, SeveralTrialsInARowWhoseJobsVanishStopTheCoordinatorWithT
 TEST(SlurmTrialSource, ASiteBannerOnStderrIsNotTheJobId) {
   FakeCluster c;
   const std::string fake = c.dir().string();
-  c.replace("sbatch",
-            "echo 'sbatch: INFO: account demo' >&2\n"
-            "n=$(cat " +
-                fake +
-                "/next 2>/dev/null || echo 100)\n"
-                "echo $((n + 1)) > " +
-                fake +
-                "/next\n"
-                "echo \"$n|0|PENDING|batchlab-fake\" >> " +
-                fake +
-                "/queue\n"
-                "echo \"$n $2\" >> " +
-                fake +
-                "/sbatch.log\n"
-                "echo \"$n;cluster1\"\n");
+  c.replace("sbatch", c.sbatch_body("echo 'sbatch: INFO: account demo' >&2\n", ";cluster1"));
   c.replace("squeue",
             "echo 'squeue: INFO: account demo' >&2\ncat " + fake + "/queue 2>/dev/null; true\n");
   c.source().start(c.trial("b1"), std::nullopt);
@@ -338,22 +321,10 @@ TEST(SlurmTrialSource, SbatchFailingOnceIsRetriedAndALimitStopsTheStudyWithNothi
   ::setenv("BATCHLAB_SLURM_RETRY_MS", "1", 1);
   FakeCluster c;
   const std::string fake = c.dir().string();
-  const std::string good = "n=$(cat " + fake +
-                           "/next 2>/dev/null || echo 100)\n"
-                           "echo $((n + 1)) > " +
-                           fake +
-                           "/next\n"
-                           "echo \"$n|0|PENDING|batchlab-fake\" >> " +
-                           fake +
-                           "/queue\n"
-                           "echo \"$n $2\" >> " +
-                           fake +
-                           "/sbatch.log\n"
-                           "echo \"$n\"\n";
   c.replace("sbatch", "if [ ! -e " + fake + "/failed-once ]; then touch " + fake +
                           "/failed-once; echo 'sbatch: error: Batch job submission failed: "
                           "Socket timed out on send/recv operation' >&2; exit 1; fi\n" +
-                          good);
+                          c.sbatch_body(""));
   c.source().start(c.trial("s1"), std::nullopt);
   EXPECT_EQ(c.submissions(), 1u) << "retried after the time-out";
   EXPECT_FALSE(c.source().stopping());
