@@ -6,7 +6,7 @@
 #include <string>
 
 #include "sweeps/local_runner.h"
-#include "sweeps/study_engine.h"
+#include "sweeps/study/engine.h"
 
 namespace batchlab::cli {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sweeps/slurm.h"
-#include "sweeps/study_slurm_coordinator.h"
+#include "sweeps/study/slurm_coordinator.h"
 
 namespace batchlab::cli {
 

@@ -1,7 +1,7 @@
 // `batchlab sweep simulate STUDY.toml --from DB [--workers 2,8,64]`: how long the study would take
 // with N workers under today's spec order and under the shortest-study order (issue 24), replayed
 // on a virtual clock from the trials a finished run of the same study recorded in DB
-// (sweeps/study_simulation.h). Runs nothing, writes nothing to DB.
+// (sweeps/study/simulation.h). Runs nothing, writes nothing to DB.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -17,8 +17,8 @@
 #include "results/ingest.h"
 #include "results/query_result.h"
 #include "results/store.h"
-#include "sweeps/study_plan.h"
-#include "sweeps/study_simulation.h"
+#include "sweeps/study/plan.h"
+#include "sweeps/study/simulation.h"
 
 namespace batchlab::cli {
 

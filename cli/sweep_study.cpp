@@ -18,10 +18,10 @@
 #include "core/config/schema.h"
 #include "core/errors.h"
 #include "results/query_result.h"
-#include "sweeps/study_engine.h"
-#include "sweeps/study_ladder.h"
-#include "sweeps/study_slurm_coordinator.h"
-#include "sweeps/study_trial_source.h"
+#include "sweeps/study/engine.h"
+#include "sweeps/study/ladder.h"
+#include "sweeps/study/slurm_coordinator.h"
+#include "sweeps/study/trial_source.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {
@@ -267,7 +267,7 @@ int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
   const auto plan = checked_study_plan(ctx);
   const auto lock = coordinator_lock(ctx, "run");
   // The lock keeps out a coordinator on a host that shares file locks with this one; a Slurm
-  // coordinator job may run on one that does not (sweeps/study_slurm_coordinator.h).
+  // coordinator job may run on one that does not (sweeps/study/slurm_coordinator.h).
   if (const auto job = study::live_coordinator(ctx.layout, ctx.spec.name); !job.empty()) {
     throw Error(fmt::format(
         "study {}: its coordinator is queued or running as Slurm job {} (sweep submit --slurm); a "

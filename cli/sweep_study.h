@@ -11,8 +11,8 @@
 #include "cli/sweep_context.h"
 #include "cli/sweep_workers.h"
 #include "sweeps/local_runner.h"
-#include "sweeps/study_engine.h"
-#include "sweeps/study_plan.h"
+#include "sweeps/study/engine.h"
+#include "sweeps/study/plan.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {

@@ -18,8 +18,8 @@
 #include "core/errors.h"
 #include "sweeps/slurm_check.h"
 #include "sweeps/slurm_commands.h"
-#include "sweeps/study_slurm_coordinator.h"
-#include "sweeps/study_slurm_source.h"
+#include "sweeps/study/slurm_coordinator.h"
+#include "sweeps/study/slurm_source.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {

@@ -1,6 +1,6 @@
 // A study on a Slurm cluster (docs/sweeps.md, "Studies on Slurm"): `sweep submit --slurm` on a
 // study submits its coordinator as one small Slurm job, `batchlab sweep slurm-coordinator`, which
-// runs the study engine with every trial a Slurm job of its own (sweeps/study_slurm_source.h).
+// runs the study engine with every trial a Slurm job of its own (sweeps/study/slurm_source.h).
 //
 // Why a coordinator job and not `sweep run` on the login node: a study lasts as long as its longest
 // chain of cells (hours to days at the papers' sizes); login nodes kill long processes and are

@@ -1,7 +1,7 @@
 // The batch ladder's stopping rule (docs/sweeps.md "Batch ladder"): a study that doubles the batch
 // from a start towards a ceiling while the measured steps to target still fall by more than
 // `min_gain` per doubling (Shallue et al. 2019: past the critical batch a doubling saves less and
-// less). The coordinator (sweeps/study_engine.cpp) asks it whether a group of lines may open its
+// less). The coordinator (sweeps/study/engine.cpp) asks it whether a group of lines may open its
 // next batch, and the report (analysis/study_report.cpp) asks it why the ladder stopped, over the
 // same stored cell results: one implementation, here, because both sweeps/ and analysis/ read
 // results/ and neither may read the other (DESIGN.md), as with results/scaling_fit.h.

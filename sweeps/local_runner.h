@@ -65,7 +65,7 @@ struct RunSummary {
   bool stopped = false;  // a stop request ended the run early
 };
 
-// ---- one job attempt, shared by run_local and the study coordinator (study_trial_source.h)
+// ---- one job attempt, shared by run_local and the study coordinator (sweeps/study/trial_source.h)
 
 // Statuses after which a job runs again (a crash within its retries, an interruption).
 bool is_rerunnable(const std::string& status);

@@ -100,8 +100,8 @@ std::set<std::string> slurm_submitted_runs(const RunLayout& layout);
 // `ranks` ranks, which meet through SLURM_PROCID/SLURM_NTASKS: core/dist/rendezvous.h; rank 0, on
 // this node, keeps the records) with its records on `local_dir`, snapshot into its run folder every
 // `snapshot_interval` and at the end, SIGTERM forwarded to the job (preemption), and `<run
-// folder>/stop` as its stop file (a study's race and pruning; study_slurm_source.h). Returns the
-// job's exit code.
+// folder>/stop` as its stop file (a study's race and pruning; sweeps/study/slurm_source.h). Returns
+// the job's exit code.
 int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
                    const std::string& local_dir, std::chrono::seconds snapshot_interval,
                    const std::atomic<int>* stop_requests, int ranks = 1);

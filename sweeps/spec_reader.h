@@ -66,7 +66,8 @@ class SpecReader {
                                   const std::string& where, const SweepSpec& spec);
   void read_excludes(const toml::table& doc, SweepSpec& spec);
   void read_whens(const toml::table& doc, SweepSpec& spec);
-  // [study] (study_spec_reader.cpp), read last: it checks the keys the rest of the spec assigns.
+  // [study] (sweeps/study/spec_reader.cpp), read last: it checks the keys the rest of the spec
+  // assigns.
   void read_study(const toml::table& doc, SweepSpec& spec);
   void read_study_target(const toml::node& node, StudySpec& study);
   void check_study_owned_keys(const SweepSpec& spec);

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "sweeps/study_plan.h"
+#include "sweeps/study/plan.h"
 #include "tests/sweeps/sweep_cli_util.h"
 #include "tests/sweeps/sweep_test_util.h"
 

@@ -1,0 +1,75 @@
+#include "sweeps/study/ladder.h"
+
+#include <map>
+
+namespace batchlab::sweeps::study {
+
+namespace {
+
+// The group's cells by batch (ascending), those below `below` only.
+std::map<int64_t, std::vector<size_t>> group_cells(const StudyPlan& plan, const std::string& group,
+                                                   int64_t below) {
+  std::map<int64_t, std::vector<size_t>> out;
+  for (size_t o = 0; o < plan.cells.size(); ++o) {
+    const int64_t batch = plan.job(o).global_batch;
+    if (plan.cells[o].group == group && batch < below) out[batch].push_back(o);
+  }
+  return out;
+}
+
+RungsBelow answered_rungs(const StudyPlan& plan, const CellAnswers& answers,
+                          const std::string& group, int64_t below) {
+  RungsBelow out;
+  for (const auto& [batch, members] : group_cells(plan, group, below)) {
+    results::LadderRung rung;
+    rung.batch = batch;
+    for (size_t o : members) {
+      if (answers[o] == nullptr) {
+        out.complete = false;
+        return out;
+      }
+      const bool reached = answers[o]->status == results::cell_status::kReached;
+      rung.steps.push_back(reached ? answers[o]->steps_to_target : std::nullopt);
+    }
+    out.rungs.push_back(std::move(rung));
+  }
+  return out;
+}
+
+}  // namespace
+
+results::LadderRule ladder_rule(const LadderSpec& ladder) {
+  return results::LadderRule{ladder.ceiling, ladder.min_gain, ladder.flat_doublings};
+}
+
+RungsBelow rungs_below(const StudyPlan& plan, const CellAnswers& answers, size_t c) {
+  return answered_rungs(plan, answers, plan.cells[c].group, plan.job(c).global_batch);
+}
+
+bool ladder_allows(const StudyPlan& plan, const CellAnswers& answers, size_t c) {
+  const auto& ladder = plan.study().ladder;
+  if (!ladder) return true;
+  const RungsBelow below = rungs_below(plan, answers, c);
+  if (!below.complete) return false;
+  return results::walk_ladder(below.rungs, ladder_rule(*ladder)).stop == results::LadderStop::none;
+}
+
+bool ladder_closed(const StudyPlan& plan, const CellAnswers& answers, size_t c) {
+  const auto& ladder = plan.study().ladder;
+  if (!ladder) return false;
+  return results::walk_ladder(rungs_below(plan, answers, c).rungs, ladder_rule(*ladder)).stop !=
+         results::LadderStop::none;
+}
+
+std::optional<std::string> ladder_stop_of(const StudyPlan& plan, const CellAnswers& answers,
+                                          const std::string& group) {
+  const auto& ladder = plan.study().ladder;
+  if (!ladder) return std::nullopt;
+  const auto rule = ladder_rule(*ladder);
+  const RungsBelow all = answered_rungs(plan, answers, group, ladder->ceiling + 1);
+  const auto verdict = results::walk_ladder(all.rungs, rule);
+  if (verdict.stop == results::LadderStop::none) return std::nullopt;
+  return results::describe_ladder_stop(verdict, all.rungs, rule);
+}
+
+}  // namespace batchlab::sweeps::study

@@ -1,0 +1,220 @@
+#include "sweeps/study/plan.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "core/config/canonical.h"
+#include "core/config/loader.h"
+#include "core/config/sha256.h"
+#include "core/config/validation.h"
+#include "results/scaling_fit.h"
+#include "sweeps/derived.h"
+
+namespace batchlab::sweeps::study {
+
+namespace {
+
+constexpr const char* kBatchKey = "batch.global";
+constexpr const char* kSeedKey = "train.seed";
+constexpr int64_t kMinWarmupSteps = 5;
+
+toml::table parse_config(const Job& job) {
+  try {
+    return toml::parse(job.config_toml, std::string_view("cell"));
+  } catch (const toml::parse_error& e) {
+    // The expansion wrote this text: a failure here is a bug, not bad input.
+    throw Error(fmt::format("cannot read back the canonical config of job {}: {}", job.run_id,
+                            e.description()));
+  }
+}
+
+toml::table& section(toml::table& root, const char* name) {
+  if (!root.contains(name)) root.insert_or_assign(name, toml::table{});
+  return *root.get_as<toml::table>(name);
+}
+
+// A coordinate as a TOML value: numbers and booleans as written, everything else a string.
+std::string toml_value(const std::string& text) {
+  try {
+    auto t = toml::parse("v = " + text);
+    if (!t["v"].is_string()) return text;
+  } catch (const toml::parse_error&) {
+  }
+  return config::format_string(text);
+}
+
+Diagnostic at(const SweepSpec& spec, Location where, std::string key, std::string value,
+              std::string rule) {
+  return Diagnostic{spec.source,    where.line,       where.column,
+                    std::move(key), std::move(value), std::move(rule)};
+}
+
+// The cap in steps a cell's trials get at most.
+std::optional<int64_t> max_cap(const StudySpec& study, const Job& job) {
+  if (study.max_steps) return *study.max_steps;
+  if (study.max_samples) {
+    // ceil(samples / batch), written so that no intermediate can overflow.
+    const int64_t samples = *study.max_samples;
+    return samples / job.global_batch + (samples % job.global_batch != 0 ? 1 : 0);
+  }
+  if (job.derived.total_steps && *job.derived.total_steps > 0) return job.derived.total_steps;
+  return std::nullopt;
+}
+
+// What shapes every trial of a cell besides its config: a cell studied under other settings is
+// another cell (its stored trials would not be this one's).
+std::string trial_settings(const StudySpec& s) {
+  return fmt::format(
+      "target {} {}; factor {}; evals/octave {}; warmup {}; max_steps {}; "
+      "max_samples {}",
+      s.target_metric, config::format_float(s.target_value), config::format_float(s.lr_factor),
+      s.evals_per_octave, config::format_float(s.warmup), s.max_steps.value_or(0),
+      s.max_samples.value_or(0));
+}
+
+Cell describe_cell(const Plan& plan, const StudySpec& study, const Job& job, size_t index) {
+  Cell cell;
+  cell.job = index;
+  std::vector<std::string> line, group;
+  for (size_t k = 0; k < plan.coordinate_keys.size(); ++k) {
+    const std::string& key = plan.coordinate_keys[k];
+    cell.cell_toml += fmt::format("\"{}\" = {}\n", key, toml_value(job.coordinates[k]));
+    if (key == kBatchKey) continue;
+    line.push_back(key + "=" + job.coordinates[k]);
+    if (key != kSeedKey) group.push_back(line.back());
+  }
+  cell.line = fmt::format("{}", fmt::join(line, " "));
+  cell.group = fmt::format("{}", fmt::join(group, " "));
+  // The id hashes the resolved config without the learning rate: the cell, whatever its centre.
+  toml::table config = parse_config(job);
+  section(config, "optim").erase("base_lr");
+  std::ostringstream text;
+  text << config;
+  cell.cell_id =
+      config::sha256_hex("study cell\n" + trial_settings(study) + "\n" + text.str()).substr(0, 16);
+  return cell;
+}
+
+// The next smaller batch of each cell's line.
+void link_lines(const Plan& plan, std::vector<Cell>& cells) {
+  for (auto& cell : cells) {
+    const int64_t batch = plan.jobs[cell.job].global_batch;
+    for (size_t j = 0; j < cells.size(); ++j) {
+      const int64_t other = plan.jobs[cells[j].job].global_batch;
+      if (cells[j].line != cell.line || other >= batch) continue;
+      if (!cell.previous || other > plan.jobs[cells[*cell.previous].job].global_batch) {
+        cell.previous = j;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions& options) {
+  StudyPlan out;
+  out.spec = &spec;
+  out.plan = &plan;
+  out.options = options;
+  out.trial_keys = plan.coordinate_keys;
+  out.trial_keys.push_back("optim.base_lr");
+  const StudySpec& study = *spec.study;
+  std::vector<Diagnostic> problems;
+  for (size_t i = 0; i < plan.jobs.size(); ++i) {
+    const Job& job = plan.jobs[i];
+    Cell cell = describe_cell(plan, study, job, i);
+    config::DataConfig data;
+    data.val_size = parse_config(job)["data"]["val_size"].value_or<int64_t>(0);
+    if (auto rule = config::validation_split_rule(study.target_metric, data);
+        rule && problems.empty()) {
+      problems.push_back(at(spec, study.target_where, "study.target.metric", study.target_metric,
+                            *rule + fmt::format(" [in cell {}]", plan.describe(job))));
+    }
+    if (auto cap = max_cap(study, job)) {
+      cell.max_cap_steps = *cap;
+    } else if (problems.empty()) {
+      problems.push_back(at(spec, study.where, "study", "",
+                            "give the per-trial cap: max_samples or max_steps (the base "
+                            "experiment's schedule has no step count to fall back on)"));
+    }
+    out.cells.push_back(std::move(cell));
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+  link_lines(plan, out.cells);
+  return out;
+}
+
+int64_t study_warmup_steps(const StudySpec& study, int64_t cap_steps) {
+  if (study.warmup <= 0.0) return 0;
+  const auto steps = static_cast<int64_t>(std::llround(study.warmup * cap_steps));
+  return std::min(std::max(steps, kMinWarmupSteps), cap_steps);
+}
+
+double lr_at(double center, double factor, int64_t lr_index) {
+  return center * std::pow(factor, static_cast<double>(lr_index));
+}
+
+Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_steps) {
+  const SweepSpec& spec = *plan.spec;
+  const StudySpec& study = plan.study();
+  const Job& cell_job = plan.job(cell);
+  toml::table config = parse_config(cell_job);
+  section(config, "optim").insert_or_assign("base_lr", base_lr);
+  toml::table& schedule = section(config, "schedule");
+  for (const char* key : {"epochs", "budget"}) schedule.erase(key);
+  schedule.insert_or_assign("steps", cap_steps);
+  if (!spec.assigns("schedule.warmup_steps") && !spec.assigns("schedule.warmup_epochs") &&
+      !spec.assigns("schedule.warmup_fraction")) {
+    for (const char* key : {"warmup_epochs", "warmup_fraction"}) schedule.erase(key);
+    schedule.insert_or_assign("warmup_steps", study_warmup_steps(study, cap_steps));
+  }
+  if (!spec.assigns("schedule.decay")) schedule.insert_or_assign("decay", "constant");
+  toml::table& train = section(config, "train");
+  train.insert_or_assign("evals_per_octave", study.evals_per_octave);
+  if (!spec.assigns("train.full_eval")) train.insert_or_assign("full_eval", "final");
+  train.insert_or_assign(
+      "target", toml::table{{"metric", study.target_metric}, {"value", study.target_value}});
+  train.insert_or_assign("stop_at_target", true);
+
+  const auto cfg = config::parse_experiment(config, spec.source, plan.options.load);
+  std::vector<Diagnostic> problems;
+  std::optional<int64_t> train_size;
+  if (plan.options.train_size) train_size = plan.options.train_size(cfg.data).samples;
+  Job trial;
+  trial.derived = derive_values(cfg, train_size, problems);
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+  trial.combination = cell_job.combination;
+  trial.coordinates = cell_job.coordinates;
+  trial.coordinates.push_back(config::format_float(base_lr));
+  trial.config_toml = config::to_canonical_toml(cfg);
+  trial.run_id = config::run_id(cfg);
+  static_cast<ConfigColumns&>(trial) = config_columns(cfg);
+  trial.threads = cfg.train.threads;
+  trial.target_metric = study.target_metric;
+  trial.target_value = study.target_value;
+  return trial;
+}
+
+int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, int64_t max_cap) {
+  std::set<int64_t> batches;
+  std::vector<results::FitPoint> points;
+  for (const auto& p : reached) {
+    batches.insert(p.batch);
+    points.push_back({static_cast<double>(p.batch), p.steps, false, ""});
+  }
+  if (batches.size() < 3) return max_cap;
+  // The same fit the report prints (one implementation, results/scaling_fit.h).
+  const auto fit = results::fit_scaling(points);
+  if (!fit) return max_cap;
+  const double predicted = results::fitted_steps(*fit, static_cast<double>(batch));
+  if (!(predicted > 0.0) || !std::isfinite(predicted)) return max_cap;
+  const auto cap = static_cast<int64_t>(std::ceil(3.0 * predicted - 1e-6));
+  return std::clamp<int64_t>(cap, 1, max_cap);
+}
+
+}  // namespace batchlab::sweeps::study

@@ -1,0 +1,77 @@
+// The cells of a scaling study and the configs of their trials.
+//
+// A study spec expands like any sweep, but its jobs are cells, not runs: one per combination of
+// the grid (which must not sweep the learning rate), seed included. Each cell gets a learning-rate
+// search; every trial of a cell is the cell's config with optim.base_lr = centre x factor^k, the
+// study's cap as schedule.steps, its warmup and a constant decay (unless the spec sets them), a
+// log-spaced evaluation grid, the final-only full evaluation, and the study's target with
+// stop_at_target. The seed is part of the cell, so the trials of a cell share their initial
+// weights and their data order.
+//
+// Cells chain along a line (the cells that differ only in batch.global): a cell's centre is the
+// best rate of the next smaller batch of its line, or [study] lr_center, or for the smallest batch
+// the job's own optim.base_lr. Under a scaling rule the same base_lr already moves the peak rate
+// by the rule, so the centre is carried over in base_lr terms.
+//
+// A batch ladder ([study.ladder]) plans every batch from start to ceiling, so cell ids and trial
+// configs are fixed before anything runs; which of them open is the coordinator's decision
+// (sweeps/study/ladder.h), per group of lines that differ only in the seed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sweeps/expand.h"
+#include "sweeps/spec.h"
+
+namespace batchlab::sweeps::study {
+
+struct Cell {
+  size_t job = 0;  // its job in Plan::jobs (the cell's own config, with the base LR)
+  std::string cell_id;
+  std::string cell_toml;           // the non-LR coordinates that define it
+  std::string line;                // its coordinates without batch.global
+  std::string group;               // ... and without train.seed: the lines a ladder moves together
+  std::optional<size_t> previous;  // the cell of the next smaller batch in the same line
+  int64_t max_cap_steps = 0;       // from max_samples / max_steps (or the job's own schedule)
+};
+
+struct StudyPlan {
+  const SweepSpec* spec = nullptr;
+  const Plan* plan = nullptr;
+  PlanOptions options;
+  std::vector<Cell> cells;              // plan order
+  std::vector<std::string> trial_keys;  // the plan's coordinate keys and optim.base_lr
+
+  const StudySpec& study() const { return *spec->study; }
+  const Job& job(size_t cell) const { return plan->jobs[cells[cell].job]; }
+};
+
+// Cells of an expanded study spec. Throws ConfigError, positioned in the spec, when a cell cannot
+// be measured: a validation target without data.val_size, no cap (neither max_samples nor
+// max_steps, and a schedule without a step count). `plan` and `spec` must outlive the result.
+StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions& options);
+
+// Warmup of a trial of `cap_steps` under [study] warmup (a fraction of the cap, at least 5 steps
+// when not 0, at most the cap).
+int64_t study_warmup_steps(const StudySpec& study, int64_t cap_steps);
+
+// The learning rate of point `lr_index` around `center`.
+double lr_at(double center, double factor, int64_t lr_index);
+
+// The trial of `cell` at `base_lr` with `cap_steps`: a complete job with its run id and canonical
+// config. Throws ConfigError when the resulting config is invalid.
+Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_steps);
+
+// The cap of a new cell from the cells of its line that reached (docs/sweeps.md): with at least
+// 3 distinct batch sizes reached, 3 x S(B) of the fit S(B) = S_min + E_min / B (weighted least
+// squares on 1/B, weights 1/S^2), never above `max_cap`; `max_cap` otherwise.
+struct ReachedPoint {
+  int64_t batch = 0;
+  double steps = 0.0;
+};
+int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, int64_t max_cap);
+
+}  // namespace batchlab::sweeps::study

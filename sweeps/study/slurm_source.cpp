@@ -1,0 +1,469 @@
+#include "sweeps/study/slurm_source.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "results/errors.h"
+#include "results/query.h"
+#include "sweeps/process.h"
+#include "sweeps/slurm_commands.h"
+#include "sweeps/study/trial_source.h"
+#include "sweeps/sweep_records.h"
+
+namespace batchlab::sweeps::study {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Folding a trial's snapshot can fail for a moment on a shared filesystem (ESTALE while the trial
+// renames a new snapshot into place, a half-visible file): it is tried again at the next look,
+// and only this many failures in a row end the coordinator.
+constexpr int kFoldErrorsTolerated = 10;
+
+std::optional<fs::file_time_type> modified(const std::string& path) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(path, ec);
+  if (ec) return std::nullopt;
+  return t;
+}
+
+// What Slurm's output file of a job says, for a diagnosis.
+std::string output_says(const std::string& path) {
+  std::error_code ec;
+  if (path.empty()) return "";
+  if (!fs::exists(path, ec)) {
+    return fmt::format(
+        "its Slurm output file {} does not exist (is its folder writable from the compute "
+        "nodes?)",
+        path);
+  }
+  const std::string tail = tail_lines(path, 3);
+  return tail.empty() ? fmt::format("its Slurm output file {} is empty", path)
+                      : fmt::format("its Slurm output file {} ends: {}", path, tail);
+}
+
+}  // namespace
+
+std::string trial_slurm_job(const RunLayout& layout, const std::string& run_id) {
+  std::ifstream in(layout.slurm_job_path(run_id));
+  std::string id;
+  in >> id;
+  return id;
+}
+
+struct SlurmTrialSource::Impl {
+  struct Tracked {
+    Job job;
+    std::string slurm_job;
+    std::string output;   // Slurm's output file of its latest job
+    int64_t attempt = 0;  // Slurm jobs submitted for it in all (runs.attempts)
+    // How this coordinator came to track it: it submitted the job (it knows the snapshot from
+    // before, so it can tell a job that published nothing), adopted an earlier coordinator's job,
+    // or could not read its snapshot yet (folded before anything is decided).
+    enum class Origin { submitted, adopted, unfolded } origin = Origin::adopted;
+    std::optional<fs::file_time_type> records_at_submit;  // its snapshot when last submitted
+    int crashes = 0;
+    int fold_errors = 0;
+    Clock::time_point next_read;
+    std::optional<fs::file_time_type> read_version;   // the published records last read
+    std::optional<int64_t> published_step;            // their last evaluation's step
+    std::optional<Clock::time_point> new_eval_seen;   // when the last new evaluation was read
+    std::optional<Clock::duration> eval_gap;          // between the last two new evaluations
+    std::optional<StopRequest> stop;                  // the latest request written for it
+    std::optional<int64_t> step_at_request;           // published when it was written
+    std::optional<Clock::time_point> stop_due_since;  // first evaluation published after it
+    bool cancelled_for_stop = false;
+  };
+
+  SweepRecords& records;
+  const RunLayout& layout;
+  std::string sweep_name;
+  SlurmSourceOptions options;
+  RunObserver& observer;
+  std::map<std::string, Tracked> tracked;  // by run id
+  std::vector<TrialEnd> found;             // ended before they started (a resumed study)
+  bool stop = false;
+  std::optional<std::string> fatal;
+  int vanished_in_a_row = 0;
+  Clock::time_point next_queue = Clock::now();
+  Clock::time_point next_publish = Clock::now();
+  std::optional<std::set<std::string>> queue;  // the last answer of squeue
+  std::optional<Clock::time_point> queue_read;
+
+  Impl(SweepRecords& r, const RunLayout& l, std::string name, SlurmSourceOptions o,
+       RunObserver& obs)
+      : records(r), layout(l), sweep_name(std::move(name)), options(std::move(o)), observer(obs) {
+    if (options.slurm.job_name.empty()) options.slurm.job_name = slurm_job_name(sweep_name);
+  }
+
+  // The job ids of this study's queue, asked at most once per poll interval for all trials;
+  // nullopt when squeue does not answer.
+  const std::optional<std::set<std::string>>& queued_jobs(bool fresh) {
+    const auto now = Clock::now();
+    if (!fresh && queue_read && now - *queue_read < options.poll_interval) return queue;
+    queue_read = now;
+    queue.reset();
+    if (const auto entries = slurm_queue({options.slurm.job_name})) {
+      queue.emplace();
+      for (const auto& entry : *entries) queue->insert(entry.job_id);
+    }
+    return queue;
+  }
+
+  int64_t recorded_attempts(const std::string& run_id) {
+    const auto run = records.store().get_run(run_id);
+    return run ? run->attempts.value_or(0) : 0;
+  }
+
+  void stop_for(std::string why) {
+    if (!fatal) fatal = std::move(why);
+    stop = true;
+  }
+
+  // Submits the trial's next job; false when sbatch would not (the coordinator then stops).
+  bool submit(Tracked& t) {
+    SlurmSubmission submission;
+    try {
+      submission = submit_array(sweep_name, {&t.job}, layout, options.slurm);
+    } catch (const SbatchError& e) {
+      stop_for(fmt::format(
+          "{}\nThe study stopped with nothing lost; `batchlab sweep submit` again resumes it{}.",
+          e.what(),
+          e.failure() == SbatchFailure::limit ? " once the queue has room (or with a smaller "
+                                                "--max-parallel)"
+                                              : ""));
+      return false;
+    }
+    ++t.attempt;
+    t.origin = Tracked::Origin::submitted;
+    t.slurm_job = submission.job_id;
+    t.output = submission.output(0);
+    t.records_at_submit = modified(layout.records_path(t.job.run_id));
+    write_file_atomically(layout.slurm_job_path(t.job.run_id), t.slurm_job + "\n");
+    // Its array's one task; the attempt is recorded now, so that the bound survives us.
+    records.store().set_scheduler_job(t.job.run_id, t.slurm_job + "_0", t.attempt);
+    JobEvent event;
+    event.job = &t.job;
+    event.attempt = static_cast<int>(t.attempt);
+    event.status = std::string(results::run_status::kRunning);
+    observer.started(event);
+    return true;
+  }
+
+  // A trial that will not be submitted again: `failed` with `why`, to the engine.
+  TrialEnd give_up(Tracked& t, const std::string& why) {
+    records.store().set_run_status(t.job.run_id, results::run_status::kFailed, why);
+    return trial_end_from(records.store(), t.job.run_id);
+  }
+
+  void start(const Job& trial, const std::optional<StopRequest>& stop_request) {
+    records.register_jobs({trial});
+    layout.write_config(trial.run_id, trial.config_toml);
+    Tracked t;
+    t.job = trial;
+    t.slurm_job = trial_slurm_job(layout, trial.run_id);
+    t.next_read = Clock::now();
+    bool folded_now = false;
+    try {
+      const auto folded = records.ingest(trial.run_id, std::nullopt);
+      folded_now = true;
+      if (folded && is_settled(folded->status)) {
+        found.push_back(trial_end_from(records.store(), trial.run_id));
+        return;
+      }
+    } catch (const std::exception&) {
+      // Unreadable for now (check_queue folds it again before deciding anything).
+    }
+    t.attempt = recorded_attempts(trial.run_id);
+    // A job recorded by an earlier coordinator is adopted while it is in the queue. When squeue
+    // does not answer it counts as alive: submitting it again could run the trial twice, and the
+    // next look at the queue settles it either way. An unreadable snapshot is not resubmitted
+    // either: check_queue folds it first.
+    bool adopt = false;
+    if (!t.slurm_job.empty()) {
+      const auto& queued = queued_jobs(/*fresh=*/false);
+      adopt = !queued || queued->count(t.slurm_job) > 0;
+    }
+    if (!folded_now && !adopt) {
+      t.origin = Tracked::Origin::unfolded;
+      adopt = true;  // tracked without a submission until its snapshot is read
+    }
+    if (!adopt) {
+      std::error_code ec;
+      fs::remove(layout.stop_path(trial.run_id), ec);
+    }
+    if (stop_request) write_stop_request(layout.stop_path(trial.run_id), *stop_request);
+    t.stop = stop_request;
+    if (!adopt && t.attempt >= options.max_attempts) {
+      found.push_back(give_up(t, exhausted(t, "earlier coordinators submitted it")));
+      return;
+    }
+    if (!adopt && !submit(t)) {
+      found.push_back(interrupted(trial.run_id, "not submitted: the coordinator stopped"));
+      return;
+    }
+    tracked.emplace(trial.run_id, std::move(t));
+  }
+
+  static TrialEnd interrupted(const std::string& run_id, std::string why) {
+    TrialEnd end;
+    end.run_id = run_id;
+    end.status = std::string(results::run_status::kPreempted);
+    end.error = std::move(why);
+    return end;
+  }
+
+  std::string exhausted(const Tracked& t, const std::string& last) const {
+    return fmt::format(
+        "its Slurm jobs ended without a result {} times, the bound (--max-attempts {}); the last: "
+        "{}. Fix the cause, then `batchlab sweep submit` with a larger --max-attempts runs it "
+        "again",
+        t.attempt, options.max_attempts, last);
+  }
+
+  // A trial cancelled because it left its stop request unanswered: `stopped` for that request, with
+  // the evaluations it published (its last records may lie beyond the requested step).
+  void record_forced_stop(Tracked& t, SourceEvents& events) {
+    const std::string error = fmt::format(
+        "{}; it had not answered its stop file {} s after publishing an evaluation past the "
+        "request (and one interval between its evaluations), and its Slurm job {} was cancelled",
+        t.stop->at_step(t.stop->step),
+        std::chrono::duration_cast<std::chrono::seconds>(options.stop_grace).count(), t.slurm_job);
+    records.store().set_run_status(t.job.run_id, results::run_status::kStopped, error, std::nullopt,
+                                   t.stop->reason);
+    events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
+  }
+
+  // Why a job that left the queue has no result, for the log and the diagnosis.
+  std::string why_no_result(const Tracked& t, const std::optional<results::IngestedRun>& folded,
+                            bool vanished) const {
+    if (vanished) {
+      return fmt::format(
+          "Slurm job {} ended without publishing any records (batchlab did not run on the node, "
+          "or could not write its run folder); {}",
+          t.slurm_job, output_says(t.output));
+    }
+    return fmt::format("Slurm job {}: {}; {}", t.slurm_job,
+                       folded && folded->error ? *folded->error : "ended without a result",
+                       output_says(t.output));
+  }
+
+  // A trial whose job left the queue: its result, or a new submission. True while it is tracked
+  // (submitted again, or its snapshot not readable yet).
+  bool ended(Tracked& t, SourceEvents& events) {
+    std::optional<results::IngestedRun> folded;
+    try {
+      folded = records.ingest(t.job.run_id, t.attempt);
+      t.fold_errors = 0;
+    } catch (const std::exception&) {
+      if (++t.fold_errors < kFoldErrorsTolerated) return true;
+      throw;
+    }
+    const std::string status = folded ? folded->status : "";
+    if (t.cancelled_for_stop && !is_settled(status)) {
+      record_forced_stop(t, events);
+      return false;
+    }
+    if (is_settled(status)) {
+      vanished_in_a_row = 0;
+      events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
+      return false;
+    }
+    if (t.origin == Tracked::Origin::unfolded) {
+      if (t.attempt >= options.max_attempts) {
+        events.ended.push_back(give_up(t, exhausted(t, "earlier coordinators submitted it")));
+        return false;
+      }
+      return submit(t) || leave(t, events, "not submitted: the coordinator stopped");
+    }
+    const bool vanished = t.origin == Tracked::Origin::submitted &&
+                          modified(layout.records_path(t.job.run_id)) == t.records_at_submit;
+    vanished_in_a_row = vanished ? vanished_in_a_row + 1 : 0;
+    // No result: preempted, cancelled (both record `preempted`), killed before its last snapshot
+    // (still `running`), crashed (`failed`), or never ran (vanished).
+    const bool crashed = !vanished && status != results::run_status::kPreempted &&
+                         status != results::run_status::kRunning && !status.empty();
+    const std::string why = why_no_result(t, folded, vanished);
+    JobEvent event;
+    event.job = &t.job;
+    event.attempt = static_cast<int>(t.attempt);
+    event.status = crashed || vanished ? std::string(results::run_status::kFailed)
+                                       : std::string(results::run_status::kPreempted);
+    event.error = why;
+    event.exit = fmt::format("Slurm job {}", t.slurm_job);
+    if (vanished && vanished_in_a_row >= options.max_vanished_in_a_row) {
+      stop_for(fmt::format(
+          "{} trial jobs in a row ended without publishing any records; the last, {}. The "
+          "coordinator stops instead of submitting more (docs/sweeps.md, \"What a site needs\"): "
+          "make batchlab and LibTorch visible on the compute nodes and the run folder writable, "
+          "then `batchlab sweep submit` again",
+          vanished_in_a_row, why));
+      observer.finished(event);
+      events.ended.push_back(give_up(t, why));
+      return false;
+    }
+    if (stop) {
+      observer.finished(event);
+      return leave(t, events, "not submitted again: the coordinator stops (" + why + ")");
+    }
+    const bool within = crashed ? t.crashes < options.retries : true;
+    if (within && t.attempt < options.max_attempts) {
+      t.crashes += crashed ? 1 : 0;
+      event.retry = true;
+      observer.finished(event);
+      return submit(t) || leave(t, events, "not submitted again: the coordinator stopped");
+    }
+    observer.finished(event);
+    events.ended.push_back(
+        give_up(t, crashed && t.attempt < options.max_attempts
+                       ? fmt::format("crashed, after {} retries: {}", options.retries, why)
+                       : exhausted(t, why)));
+    return false;
+  }
+
+  bool leave(Tracked& t, SourceEvents& events, std::string why) {
+    events.ended.push_back(interrupted(t.job.run_id, std::move(why)));
+    return false;
+  }
+
+  // The coordinator stops: every trial goes on in Slurm, reported to the engine as interrupted.
+  void leave_running(SourceEvents& events) {
+    for (auto& [run_id, t] : tracked) {
+      events.ended.push_back(interrupted(
+          run_id, fmt::format("left running as Slurm job {}: the next coordinator adopts it",
+                              t.slurm_job)));
+    }
+    tracked.clear();
+  }
+
+  void check_queue(SourceEvents& events) {
+    if (Clock::now() < next_queue) return;
+    next_queue = Clock::now() + options.poll_interval;
+    const auto queued = queued_jobs(/*fresh=*/true);
+    if (!queued) return;  // squeue did not answer: decide nothing now
+    for (auto it = tracked.begin(); it != tracked.end();) {
+      const bool in_queue = !it->second.slurm_job.empty() && queued->count(it->second.slurm_job);
+      const bool keep = in_queue || ended(it->second, events);
+      it = keep ? std::next(it) : tracked.erase(it);
+    }
+  }
+
+  void read_curves(SourceEvents& events) {
+    const auto now = Clock::now();
+    for (auto& [run_id, t] : tracked) {
+      if (now >= t.next_read) {
+        t.next_read = now + options.curve_interval;
+        read_published(run_id, t, events, now);
+      }
+      check_stop_answered(t, now);
+    }
+  }
+
+  // The trial's published records, once per snapshot (it publishes every --snapshot-every s).
+  void read_published(const std::string& run_id, Tracked& t, SourceEvents& events,
+                      Clock::time_point now) {
+    const auto version = modified(layout.records_path(run_id));
+    if (!version || (t.read_version && *t.read_version == *version)) return;
+    auto evals = read_trial_evals(layout.records_path(run_id), run_id);
+    if (!evals) return;
+    t.read_version = version;
+    if (!evals->empty() && (!t.published_step || evals->back().step > *t.published_step)) {
+      if (t.new_eval_seen) t.eval_gap = now - *t.new_eval_seen;
+      t.new_eval_seen = now;
+      t.published_step = evals->back().step;
+    }
+    events.updates.push_back({run_id, std::move(*evals)});
+    try {
+      records.ingest(run_id, t.attempt, /*series=*/false);  // progress for `sweep status`
+    } catch (const std::exception&) {
+    }
+  }
+
+  // A trial reads its stop file after every evaluation, so it answers at its first evaluation
+  // after the request. The grace starts when an evaluation published after the request reaches
+  // the requested step, and lasts `stop_grace` plus the interval between its evaluations (that
+  // evaluation may have been made just before the request was written). Past it the trial is
+  // cancelled. Checked on every pass: a hung trial publishes nothing more.
+  void check_stop_answered(Tracked& t, Clock::time_point now) {
+    if (!t.stop || t.cancelled_for_stop || !t.published_step || *t.published_step < t.stop->step) {
+      return;
+    }
+    if (t.step_at_request && *t.published_step <= *t.step_at_request) return;
+    if (!t.stop_due_since) t.stop_due_since = now;
+    const auto allowed = options.stop_grace + t.eval_gap.value_or(Clock::duration::zero());
+    if (now - *t.stop_due_since < allowed) return;
+    run_slurm_command({"scancel", t.slurm_job});
+    t.cancelled_for_stop = true;
+  }
+
+  void request_stop(const std::string& run_id, const StopRequest& request) {
+    write_stop_request(layout.stop_path(run_id), request);
+    auto it = tracked.find(run_id);
+    if (it == tracked.end()) return;
+    it->second.stop = request;
+    it->second.step_at_request = it->second.published_step;
+    it->second.stop_due_since.reset();
+  }
+
+  void maybe_publish() {
+    if (!options.publish || Clock::now() < next_publish) return;
+    next_publish = Clock::now() + options.publish_interval;
+    options.publish();
+  }
+};
+
+SlurmTrialSource::SlurmTrialSource(SweepRecords& records, const RunLayout& layout,
+                                   std::string sweep_name, SlurmSourceOptions options,
+                                   RunObserver& observer)
+    : impl_(std::make_unique<Impl>(records, layout, std::move(sweep_name), std::move(options),
+                                   observer)) {}
+
+SlurmTrialSource::~SlurmTrialSource() = default;
+
+size_t SlurmTrialSource::slots() const { return std::max<size_t>(1, impl_->options.max_jobs); }
+
+size_t SlurmTrialSource::running() const { return impl_->tracked.size() + impl_->found.size(); }
+
+bool SlurmTrialSource::stopping() const { return impl_->stop; }
+
+const std::optional<std::string>& SlurmTrialSource::fatal() const { return impl_->fatal; }
+
+void SlurmTrialSource::start(const Job& trial, const std::optional<StopRequest>& stop) {
+  impl_->start(trial, stop);
+}
+
+void SlurmTrialSource::request_stop(const std::string& run_id, const StopRequest& stop) {
+  impl_->request_stop(run_id, stop);
+}
+
+SourceEvents SlurmTrialSource::poll() {
+  Impl& s = *impl_;
+  SourceEvents events;
+  for (auto& end : s.found) events.ended.push_back(std::move(end));
+  s.found.clear();
+  const auto* requests = s.options.stop_requests;
+  if (!s.stop && requests != nullptr && requests->load() > 0) {
+    s.stop = true;
+    s.observer.stopping(1);
+  }
+  if (!s.stop) {
+    s.check_queue(events);
+    s.read_curves(events);
+  }
+  if (s.stop) s.leave_running(events);
+  s.maybe_publish();
+  if (events.ended.empty() && events.updates.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return events;
+}
+
+}  // namespace batchlab::sweeps::study

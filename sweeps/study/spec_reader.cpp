@@ -1,0 +1,378 @@
+// Reading a spec's [study] section (spec.h StudySpec): every rule is checked here, at `sweep plan`,
+// and reported with its file:line:col before anything runs.
+#include "sweeps/spec_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/config/limits.h"
+#include "core/config/schema.h"
+#include "core/config/suggest.h"
+#include "core/config/target_rules.h"
+#include "core/config/toml_text.h"
+
+namespace batchlab::sweeps {
+
+namespace {
+
+const std::vector<std::string> kStudyKeys = {
+    "evals_per_octave",   "ladder",        "lr_center",
+    "lr_factor",          "lr_points_max", "max_samples",
+    "max_steps",          "target",        "prune_min_evals",
+    "prune_min_fraction", "warmup"};
+const std::vector<std::string> kLadderKeys = {"start", "ceiling", "min_gain", "flat_doublings"};
+constexpr const char* kBatchKey = "batch.global";
+// A ladder of more doublings would take longer than any study is meant to run, and start x 2^k
+// must stay a count a config accepts.
+constexpr int64_t kMaxDoublings = 20;
+
+// Experiment keys a study sets on every trial itself; the spec must not assign them. The learning
+// rate may be given a fixed value ([set], [when]: the first batch's centre), never an axis.
+struct OwnedKey {
+  const char* key;
+  bool fixed_value_allowed;
+  const char* rule;
+};
+const OwnedKey kOwnedKeys[] = {
+    {"optim.base_lr", true,
+     "the study searches the learning rate of every cell: remove it from the grid (give the first "
+     "centre with optim.base_lr in the base, [set] or [when], or [study] lr_center)"},
+    {"schedule.steps", false, "each trial's length is the study's cap: use [study] max_steps"},
+    {"schedule.epochs", false, "each trial's length is the study's cap: use [study] max_samples"},
+    {"schedule.budget", false, "each trial's length is the study's cap: use [study] max_steps"},
+    {"train.evals_per_octave", false, "set by the study: use [study] evals_per_octave"},
+    {"train.target", false, "set by the study: use [study] target"},
+    {"train.stop_at_target", false, "set by the study (a trial stops at the study's target)"},
+};
+
+constexpr double kMaxLrPoints = 100;
+constexpr double kMaxEvalsPerOctave = 1000;
+
+std::optional<double> number_of(const toml::node& node) {
+  if (const auto* i = node.as_integer()) return static_cast<double>(i->get());
+  if (const auto* f = node.as_floating_point()) return f->get();
+  return std::nullopt;
+}
+
+// A problem found in [study.ladder], reported by the reader with its position.
+struct LadderProblem {
+  Location where;
+  std::string key, value, rule;
+};
+
+// The doublings from `start` to `ceiling` when ceiling = start x 2^k (k >= 1), else nullopt.
+std::optional<int64_t> doublings(int64_t start, int64_t ceiling) {
+  int64_t k = 0;
+  for (int64_t b = start; b < ceiling && k <= kMaxDoublings; b *= 2) ++k;
+  if (k == 0 || k > kMaxDoublings || (start << k) != ceiling) return std::nullopt;
+  return k;
+}
+
+// What a ceiling that is not start x 2^k should be: the powers-of-two multiples around it.
+std::string ceiling_rule(int64_t start, int64_t ceiling) {
+  if (ceiling <= start) {
+    return fmt::format("must be above start ({}): start x 2^k, e.g. {} or {}", start, 2 * start,
+                       4 * start);
+  }
+  int64_t below = start;
+  while (below * 2 <= ceiling) below *= 2;
+  if (below == start) {
+    return fmt::format("must be start x 2^k, a power-of-two multiple of start ({}): nearest {}",
+                       start, 2 * start);
+  }
+  return fmt::format("must be start x 2^k, a power-of-two multiple of start ({}): nearest {} or {}",
+                     start, below, 2 * below);
+}
+
+// study.ladder.start or .ceiling: a batch size.
+std::optional<int64_t> ladder_batch(const toml::table& table, const char* key, Location where,
+                                    std::vector<LadderProblem>& problems) {
+  const toml::node* v = table.get(key);
+  if (v == nullptr) {
+    problems.push_back({where, fmt::format("study.ladder.{}", key), "",
+                        "missing; a ladder needs its start and ceiling batch sizes"});
+    return std::nullopt;
+  }
+  const auto* i = v->as_integer();
+  if (i == nullptr || i->get() < 1 || i->get() > config::kMaxBatch) {
+    problems.push_back(
+        {location_of(*v), fmt::format("study.ladder.{}", key), config::render_node(*v),
+         fmt::format("must be a batch size: an integer in [1, {}]", config::kMaxBatch)});
+    return std::nullopt;
+  }
+  return i->get();
+}
+
+// min_gain (> 1) and flat_doublings (an integer in [1, k], k the ladder's doublings when known).
+void read_ladder_rule(const toml::table& table, std::optional<int64_t> k, LadderSpec& ladder,
+                      std::vector<LadderProblem>& problems) {
+  if (const toml::node* v = table.get("min_gain")) {
+    const auto x = number_of(*v);
+    if (!x || !(*x > 1.0) || !std::isfinite(*x)) {
+      problems.push_back({location_of(*v), "study.ladder.min_gain", config::render_node(*v),
+                          "must be a number > 1: the factor by which the steps to target must "
+                          "fall per doubling of the batch for the ladder to go on, e.g. 1.3"});
+    } else {
+      ladder.min_gain = *x;
+    }
+  }
+  if (const toml::node* v = table.get("flat_doublings")) {
+    const int64_t most = k.value_or(kMaxDoublings);
+    if (!v->is_integer() || v->as_integer()->get() < 1 || v->as_integer()->get() > most) {
+      problems.push_back(
+          {location_of(*v), "study.ladder.flat_doublings", config::render_node(*v),
+           fmt::format("must be an integer in [1, {}]: how many doublings in a row, each saving "
+                       "less than min_gain, end the ladder (no more than the ladder's {}doublings)",
+                       most, k ? fmt::format("{} ", *k) : std::string())});
+    } else {
+      ladder.flat_doublings = v->as_integer()->get();
+    }
+  }
+}
+
+// [study.ladder]: start and ceiling (batch sizes, ceiling = start x 2^k, at most 20 doublings),
+// min_gain and flat_doublings; every problem at once.
+std::optional<LadderSpec> read_ladder(const toml::node& node,
+                                      std::vector<LadderProblem>& problems) {
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    problems.push_back({location_of(node), "study.ladder", config::render_node(node),
+                        "must be a table: start, ceiling, min_gain, flat_doublings, e.g. "
+                        "ladder = { start = 256, ceiling = 8192, min_gain = 1.3 }"});
+    return std::nullopt;
+  }
+  LadderSpec ladder;
+  ladder.where = location_of(node);
+  const size_t before = problems.size();
+  for (auto&& [key, value] : *table) {
+    const std::string name(key.str());
+    if (std::find(kLadderKeys.begin(), kLadderKeys.end(), name) != kLadderKeys.end()) continue;
+    auto close = config::closest_match(name, kLadderKeys);
+    problems.push_back(
+        {location_of(key), "study.ladder." + name, config::render_node(value),
+         close ? fmt::format("unknown key, did you mean study.ladder.{}?", *close)
+               : "unknown key; [study.ladder] has " + config::join_choices(kLadderKeys, " and ")});
+  }
+  const auto start = ladder_batch(*table, "start", ladder.where, problems);
+  const auto ceiling = ladder_batch(*table, "ceiling", ladder.where, problems);
+  std::optional<int64_t> k;
+  if (start && ceiling && !(k = doublings(*start, *ceiling))) {
+    const toml::node& c = *table->get("ceiling");
+    const bool too_many = *ceiling > *start && (*ceiling / *start) > (int64_t{1} << kMaxDoublings);
+    problems.push_back({location_of(c), "study.ladder.ceiling", config::render_node(c),
+                        too_many ? fmt::format("must be at most start x 2^{} ({} doublings)",
+                                               kMaxDoublings, kMaxDoublings)
+                                 : ceiling_rule(*start, *ceiling)});
+  }
+  read_ladder_rule(*table, k, ladder, problems);
+  if (problems.size() != before) return std::nullopt;
+  ladder.start = *start;
+  ladder.ceiling = *ceiling;
+  return ladder;
+}
+
+// The ladder's batches as a batch.global axis (the last dimension: a line's batches are
+// consecutive in the plan), unless the spec gives batch.global itself, which is an error: the
+// batches would come from two places.
+std::vector<LadderProblem> add_ladder_batches(const LadderSpec& ladder, SweepSpec& spec,
+                                              SpecStorage& storage) {
+  std::vector<LadderProblem> problems;
+  const std::string rule =
+      "the batches come from [study.ladder] (start, doubling up to ceiling): remove this "
+      "batch.global or the ladder";
+  for (const auto& dim : spec.dimensions) {
+    for (const auto& axis : dim.axes) {
+      if (axis.key != kBatchKey) continue;
+      problems.push_back({axis.where, axis.key, "", rule});
+    }
+  }
+  for (const auto& s : spec.set) {
+    if (s.key != kBatchKey) continue;
+    problems.push_back({s.value.where, "[set] " + s.key, s.value.text, rule});
+  }
+  for (const auto& w : spec.whens) {
+    for (const auto& s : w.settings) {
+      if (s.key != kBatchKey) continue;
+      problems.push_back({s.value.where, s.key, s.value.text, rule});
+    }
+  }
+  if (!problems.empty()) return problems;
+  toml::array batches;
+  for (int64_t b = ladder.start; b <= ladder.ceiling; b *= 2) batches.push_back(b);
+  storage.holders.push_back(toml::table{{"batches", std::move(batches)}});
+  const toml::array& held = *storage.holders.back().get_as<toml::array>("batches");
+  Dimension dim;
+  dim.kind = Dimension::Kind::grid;
+  dim.where = ladder.where;
+  Axis axis;
+  axis.key = kBatchKey;
+  axis.where = ladder.where;
+  for (const auto& node : held) axis.values.push_back({&node, display_text(node), ladder.where});
+  dim.axes.push_back(std::move(axis));
+  spec.dimensions.push_back(std::move(dim));
+  return problems;
+}
+
+}  // namespace
+
+void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
+  const toml::table* table = table_at(doc, "study");
+  if (table == nullptr) return;
+  StudySpec study;
+  study.where = location_of(*table);
+  for (auto&& [key, node] : *table) {
+    const std::string name(key.str());
+    if (std::find(kStudyKeys.begin(), kStudyKeys.end(), name) != kStudyKeys.end()) continue;
+    auto close = config::closest_match(name, kStudyKeys);
+    error(location_of(key), "study." + name, config::render_node(node),
+          close ? fmt::format("unknown key, did you mean study.{}?", *close)
+                : "unknown key; [study] has " + config::join_choices(kStudyKeys, " and "));
+  }
+  // A number under `key` that satisfies `ok`, else an error with `rule`.
+  auto number = [&](const char* key, bool integer, auto ok, const char* rule) {
+    std::optional<double> out;
+    const toml::node* node = table->get(key);
+    if (node == nullptr) return out;
+    const auto value = number_of(*node);
+    if (!value || (integer && !node->is_integer()) || !ok(*value)) {
+      error(location_of(*node), fmt::format("study.{}", key), config::render_node(*node), rule);
+      return out;
+    }
+    return value;
+  };
+  if (const toml::node* target = table->get("target")) {
+    read_study_target(*target, study);
+  } else {
+    error(study.where, "study.target", "",
+          "missing; give the goal, e.g. target = { metric = \"val_acc\", value = 0.88 }");
+  }
+  if (auto v = number(
+          "lr_factor", false, [](double x) { return x > 1.0; },
+          "must be a number > 1 (the spacing of the learning-rate points)")) {
+    study.lr_factor = *v;
+  }
+  // Integer keys are bounded above as well: the value is converted to a 64-bit count, and the steps
+  // and samples derived from it must not overflow (core/config/limits.h).
+  if (auto v = number(
+          "lr_points_max", true, [](double x) { return x >= 3 && x <= kMaxLrPoints; },
+          "must be an integer >= 3: the centre and its two neighbours at least, and <= 100 (each "
+          "point is a factor of lr_factor more)")) {
+    study.lr_points_max = static_cast<int64_t>(*v);
+  }
+  study.lr_center = number(
+      "lr_center", false, [](double x) { return x > 0.0; }, "must be a learning rate > 0");
+  if (auto v = number(
+          "max_samples", true, [](double x) { return x > 0 && x <= config::kMaxSamples; },
+          "must be an integer > 0 (training samples per trial at most) and <= 1000000000000 "
+          "(10^12; the trial's schedule.steps is derived from it)")) {
+    study.max_samples = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(
+          "max_steps", true, [](double x) { return x > 0 && x <= config::kMaxSteps; },
+          "must be an integer > 0 (updates per trial at most) and <= 1000000000000 (10^12)")) {
+    study.max_steps = static_cast<int64_t>(*v);
+  }
+  if (table->get("max_samples") != nullptr && table->get("max_steps") != nullptr) {
+    const toml::node& second = *table->get("max_steps");
+    error(location_of(second), "study.max_steps", config::render_node(second),
+          "give the per-trial cap once: max_samples or max_steps, not both");
+  }
+  if (auto v = number(
+          "evals_per_octave", true, [](double x) { return x >= 1 && x <= kMaxEvalsPerOctave; },
+          "must be an integer >= 1 (evaluations per doubling of the step count) and <= 1000")) {
+    study.evals_per_octave = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(
+          "warmup", false, [](double x) { return x >= 0.0 && x < 1.0; },
+          "must be a fraction of the cap in [0, 1), e.g. 0.05")) {
+    study.warmup = *v;
+  }
+  if (auto v = number(
+          "prune_min_evals", true, [](double x) { return x >= 0 && x <= kMaxEvalsPerOctave; },
+          "must be an integer >= 0 (evaluations past warmup before a trial may be pruned) and "
+          "<= 1000")) {
+    study.prune_min_evals = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(
+          "prune_min_fraction", false, [](double x) { return x >= 0.0 && x <= 1.0; },
+          "must be a fraction of the race leader's steps to target in [0, 1], e.g. 0.5 (1: a "
+          "trial is only ever stopped by the race, never pruned)")) {
+    study.prune_min_fraction = *v;
+  }
+  if (const toml::node* node = table->get("ladder")) {
+    std::vector<LadderProblem> problems;
+    study.ladder = read_ladder(*node, problems);
+    for (auto& p : problems) error(p.where, p.key, p.value, p.rule);
+  }
+  spec.study = study;
+  check_study_owned_keys(spec);
+  if (study.ladder) {
+    for (auto& p : add_ladder_batches(*study.ladder, spec, *storage_)) {
+      error(p.where, p.key, p.value, p.rule);
+    }
+  }
+}
+
+void SpecReader::read_study_target(const toml::node& node, StudySpec& study) {
+  study.target_where = location_of(node);
+  const auto* target = node.as_table();
+  const toml::node* metric = target != nullptr ? target->get("metric") : nullptr;
+  const toml::node* value = target != nullptr ? target->get("value") : nullptr;
+  if (metric == nullptr || value == nullptr || target->size() != 2) {
+    error(study.target_where, "study.target", config::render_node(node),
+          "must be a table of metric and value, e.g. { metric = \"val_acc\", value = 0.88 }");
+    return;
+  }
+  const auto& names = config::target_metric_names();
+  const std::string name = metric->is_string() ? metric->as_string()->get() : "";
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    auto close = config::closest_match(name, names);
+    error(location_of(*metric), "study.target.metric", config::render_node(*metric),
+          fmt::format("no such metric{}; a study's target is val_acc or val_loss",
+                      close ? fmt::format(" (did you mean {}?)", *close) : std::string()));
+    return;
+  }
+  if (!config::is_validation_metric(name)) {
+    error(location_of(*metric), "study.target.metric", config::render_node(*metric),
+          "a study selects on held-out validation data, never on the test or training set: use a "
+          "val_ metric (val_acc or val_loss) and hold out a validation split with data.val_size");
+    return;
+  }
+  const auto v = number_of(*value);
+  const auto rule =
+      v ? config::target_value_rule(name, *v) : std::optional<std::string>("must be a number");
+  if (rule) {
+    error(location_of(*value), "study.target.value", config::render_node(*value), *rule);
+    return;
+  }
+  study.target_metric = name;
+  study.target_value = *v;
+}
+
+void SpecReader::check_study_owned_keys(const SweepSpec& spec) {
+  for (const auto& owned : kOwnedKeys) {
+    for (const auto& dim : spec.dimensions) {
+      for (const auto& axis : dim.axes) {
+        if (axis.key != owned.key) continue;
+        error(axis.where, axis.key, "", fmt::format("cannot be swept in a study: {}", owned.rule));
+      }
+    }
+    if (owned.fixed_value_allowed) continue;
+    for (const auto& s : spec.set) {
+      if (s.key == owned.key) {
+        error(s.value.where, "[set] " + s.key, s.value.text, std::string(owned.rule));
+      }
+    }
+    for (const auto& w : spec.whens) {
+      for (const auto& s : w.settings) {
+        if (s.key == owned.key) {
+          error(s.value.where, s.key, s.value.text, std::string(owned.rule));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace batchlab::sweeps
