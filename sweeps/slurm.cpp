@@ -312,6 +312,18 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
   };
   int signalled = 0;
   auto next = std::chrono::steady_clock::now() + snapshot_interval;
+  // A new checkpoint is published at once: a job resumed elsewhere resumes from no checkpoint
+  // its published records do not reach (--records-end), so the closer they follow, the less is
+  // trained again after a lost node.
+  auto newest_checkpoint = [&] {
+    std::string newest;
+    for (const auto& e : fs::directory_iterator(checkpoints, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0 && name > newest) newest = name;
+    }
+    return newest;
+  };
+  std::string published_checkpoint = newest_checkpoint();
   std::optional<ExitStatus> status;
   while (!(status = child.poll())) {
     const int level = stop_requests != nullptr ? stop_requests->load() : 0;
@@ -319,8 +331,10 @@ int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, s
       signalled = level;
       child.send(level == 1 ? SIGTERM : SIGKILL);
     }
-    if (std::chrono::steady_clock::now() >= next) {
+    const std::string checkpoint = newest_checkpoint();
+    if (std::chrono::steady_clock::now() >= next || checkpoint != published_checkpoint) {
       publish();
+      published_checkpoint = checkpoint;
       next = std::chrono::steady_clock::now() + snapshot_interval;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

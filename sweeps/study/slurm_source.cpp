@@ -72,6 +72,7 @@ struct SlurmTrialSource::Impl {
     std::optional<fs::file_time_type> records_at_submit;  // its snapshot when last submitted
     int crashes = 0;
     int fold_errors = 0;
+    int missing = 0;  // squeue answers in a row without its job
     Clock::time_point next_read;
     std::optional<fs::file_time_type> read_version;   // the published records last read
     std::optional<int64_t> published_step;            // their last evaluation's step
@@ -143,6 +144,7 @@ struct SlurmTrialSource::Impl {
       return false;
     }
     ++t.attempt;
+    t.missing = 0;
     t.origin = Tracked::Origin::submitted;
     t.slurm_job = submission.job_id;
     t.output = submission.output(0);
@@ -350,8 +352,13 @@ struct SlurmTrialSource::Impl {
     const auto queued = queued_jobs(/*fresh=*/true);
     if (!queued) return;  // squeue did not answer: decide nothing now
     for (auto it = tracked.begin(); it != tracked.end();) {
-      const bool in_queue = !it->second.slurm_job.empty() && queued->count(it->second.slurm_job);
-      const bool keep = in_queue || ended(it->second, events);
+      Tracked& t = it->second;
+      const bool in_queue = !t.slurm_job.empty() && queued->count(t.slurm_job);
+      // Gone from two answers in a row before it counts as ended: one answer can miss a job that
+      // is still there (a controller under load, a job between states), and a job wrongly taken
+      // for ended is submitted again beside itself.
+      t.missing = in_queue ? 0 : t.missing + 1;
+      const bool keep = in_queue || (t.missing < 2 && !t.slurm_job.empty()) || ended(t, events);
       it = keep ? std::next(it) : tracked.erase(it);
     }
   }

@@ -301,7 +301,7 @@ published_updates() {
 # resume from a checkpoint its records reach (one past them would leave steps unrecorded, and is
 # passed over: batchlab train --records-end).
 deadline=$((SECONDS + 120))
-until [[ "$(latest_checkpoint)" -ge 16 && "$(published_updates)" -ge 16 ]] 2>/dev/null; do
+until c=$(latest_checkpoint) && [[ "$c" -ge 16 && "$(published_updates)" -ge "$c" ]] 2>/dev/null; do
   (( SECONDS < deadline )) ||
     fatal "d: no checkpoint of step 16 covered by the published records within 2 minutes"
   sleep 0.05
