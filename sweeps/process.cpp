@@ -182,16 +182,4 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-CommandOutput capture_command(const std::string& shell_command) {
-  CommandOutput out;
-  FILE* pipe = ::popen((shell_command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 }  // namespace batchlab::sweeps

@@ -53,12 +53,4 @@ std::string tail_lines(const std::string& path, size_t lines);
 // `s` as one word of a POSIX shell command line (single-quoted).
 std::string shell_quote(const std::string& s);
 
-// A shell command's exit code (-1 when it could not be run or was killed) and its stdout with its
-// stderr joined in. For the short commands of the scheduler (sbatch, squeue, scancel).
-struct CommandOutput {
-  int code = -1;
-  std::string output;
-};
-CommandOutput capture_command(const std::string& shell_command);
-
 }  // namespace batchlab::sweeps

@@ -29,48 +29,40 @@ struct Entry {
 using S = SlurmSubmitSettings;
 
 Entry flag(const char* name) {
-  return Entry{{name, false, false, false, ""}, Kind::flag, 0, 0, {}, {}, {}};
+  return Entry{{name, false, false, false}, Kind::flag, 0, 0, {}, {}, {}};
 }
-Entry word(const char* name, bool study_only, const char* help,
-           std::function<std::string&(S&)> field) {
-  return Entry{{name, true, false, study_only, help}, Kind::word, 0, 0, {}, std::move(field), {}};
+Entry word(const char* name, bool study_only, std::function<std::string&(S&)> field) {
+  return Entry{{name, true, false, study_only}, Kind::word, 0, 0, {}, std::move(field), {}};
 }
-Entry number(const char* name, bool study_only, const char* help, long long low, long long high,
+Entry number(const char* name, bool study_only, long long low, long long high,
              std::function<int&(S&)> field) {
-  return Entry{
-      {name, true, false, study_only, help}, Kind::number, low, high, std::move(field), {}, {}};
+  return Entry{{name, true, false, study_only}, Kind::number, low, high, std::move(field), {}, {}};
 }
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {
       flag("slurm"),
       flag("dry-run"),
-      word("partition", false, "NAME", [](S& s) -> std::string& { return s.jobs.partition; }),
-      word("time", false, "TIME", [](S& s) -> std::string& { return s.jobs.time; }),
-      number("gpus-per-job", false, "G", 0, 1024, [](S& s) -> int& { return s.jobs.gpus_per_job; }),
-      number("max-parallel", false, "M", 1, 100000,
-             [](S& s) -> int& { return s.jobs.max_parallel; }),
-      number("cpus-per-task", false, "C", 0, 1024,
-             [](S& s) -> int& { return s.jobs.cpus_per_task; }),
-      number("ranks-per-job", false, "R", 1, 4096,
-             [](S& s) -> int& { return s.jobs.ranks_per_job; }),
-      number("nodes-per-job", false, "N", 0, 1024,
-             [](S& s) -> int& { return s.jobs.nodes_per_job; }),
-      Entry{{"sbatch-arg", true, true, false, "ARG"},
+      word("partition", false, [](S& s) -> std::string& { return s.jobs.partition; }),
+      word("time", false, [](S& s) -> std::string& { return s.jobs.time; }),
+      number("gpus-per-job", false, 0, 1024, [](S& s) -> int& { return s.jobs.gpus_per_job; }),
+      number("max-parallel", false, 1, 100000, [](S& s) -> int& { return s.jobs.max_parallel; }),
+      number("cpus-per-task", false, 0, 1024, [](S& s) -> int& { return s.jobs.cpus_per_task; }),
+      number("ranks-per-job", false, 1, 4096, [](S& s) -> int& { return s.jobs.ranks_per_job; }),
+      number("nodes-per-job", false, 0, 1024, [](S& s) -> int& { return s.jobs.nodes_per_job; }),
+      Entry{{"sbatch-arg", true, true, false},
             Kind::list,
             0,
             0,
             {},
             {},
             [](S& s) -> std::vector<std::string>& { return s.jobs.extra_args; }},
-      word("coordinator-time", true, "TIME",
-           [](S& s) -> std::string& { return s.coordinator_time; }),
-      number("retries", true, "K", 0, 100, [](S& s) -> int& { return s.retries; }),
-      number("snapshot-every", false, "SECONDS", 1, kMaxSeconds,
+      word("coordinator-time", true, [](S& s) -> std::string& { return s.coordinator_time; }),
+      number("retries", true, 0, 100, [](S& s) -> int& { return s.retries; }),
+      number("snapshot-every", false, 1, kMaxSeconds,
              [](S& s) -> int& { return s.snapshot_every; }),
-      number("publish-every", true, "SECONDS", 1, kMaxSeconds,
-             [](S& s) -> int& { return s.publish_every; }),
-      number("max-attempts", true, "N", 1, 1000, [](S& s) -> int& { return s.max_attempts; }),
+      number("publish-every", true, 1, kMaxSeconds, [](S& s) -> int& { return s.publish_every; }),
+      number("max-attempts", true, 1, 1000, [](S& s) -> int& { return s.max_attempts; }),
   };
   return entries;
 }
@@ -88,6 +80,24 @@ std::string escaped(const std::string& value) {
     }
   }
   return out;
+}
+
+// "" when `value` may stand on an #SBATCH line, else why not.
+std::string sbatch_value_problem(const std::string& value) {
+  for (unsigned char c : value) {
+    if (c == '\n' || c == '\r') {
+      return "contains a line break, which would end the #SBATCH line and start a script line of "
+             "its own; give the value on one line";
+    }
+    if (c < 0x20 || c == 0x7f) {
+      return fmt::format("contains the control character 0x{:02x}; remove it", static_cast<int>(c));
+    }
+    if (c == ' ') {
+      return "contains a space, which sbatch would read as the end of the option; give one "
+             "option per --sbatch-arg, without spaces";
+    }
+  }
+  return "";
 }
 
 std::optional<long long> parse_integer(const std::string& text) {
@@ -140,23 +150,6 @@ const std::vector<SlurmFlag>& slurm_flags() {
     return out;
   }();
   return flags;
-}
-
-std::string sbatch_value_problem(const std::string& value) {
-  for (unsigned char c : value) {
-    if (c == '\n' || c == '\r') {
-      return "contains a line break, which would end the #SBATCH line and start a script line of "
-             "its own; give the value on one line";
-    }
-    if (c < 0x20 || c == 0x7f) {
-      return fmt::format("contains the control character 0x{:02x}; remove it", static_cast<int>(c));
-    }
-    if (c == ' ') {
-      return "contains a space, which sbatch would read as the end of the option; give one "
-             "option per --sbatch-arg, without spaces";
-    }
-  }
-  return "";
 }
 
 SlurmSubmitSettings parse_slurm_flags(const std::map<std::string, std::vector<std::string>>& given,

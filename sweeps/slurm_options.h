@@ -32,11 +32,10 @@ struct SlurmSubmitSettings {
 inline constexpr int kDefaultStudyMaxParallel = 16;
 
 struct SlurmFlag {
-  const char* name;        // without the dashes
-  bool takes_value;        // false: a flag alone (--slurm, --dry-run)
-  bool repeatable;         // --sbatch-arg
-  bool study_only;         // refused on a plain sweep
-  const char* value_help;  // for the usage text, e.g. "N", "HH:MM:SS"
+  const char* name;  // without the dashes
+  bool takes_value;  // false: a flag alone (--slurm, --dry-run)
+  bool repeatable;   // --sbatch-arg
+  bool study_only;   // refused on a plain sweep
 };
 // Every option of `sweep submit --slurm` (and of the coordinator job, which takes the same).
 const std::vector<SlurmFlag>& slurm_flags();
@@ -48,8 +47,5 @@ SlurmSubmitSettings parse_slurm_flags(const std::map<std::string, std::vector<st
 
 // The flags that give `settings` back to parse_slurm_flags (the coordinator job's command line).
 std::vector<std::string> render_slurm_flags(const SlurmSubmitSettings& settings);
-
-// "" when `value` may stand on an #SBATCH line, else why not ("contains a newline", ...).
-std::string sbatch_value_problem(const std::string& value);
 
 }  // namespace batchlab::sweeps

@@ -20,16 +20,9 @@ set -euo pipefail
 
 batchlab=$(realpath "$1")
 root=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=tests/sweeps/tiny_base.sh
-source "$root/tests/sweeps/tiny_base.sh"
-
-set +e
-bash "$root/scripts/slurm_setup.sh"
-rc=$?
-set -e
-if [[ $rc -eq 77 ]]; then echo "SKIP: Slurm cannot be installed here"; exit 77; fi
-[[ $rc -eq 0 ]] || exit "$rc"
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: the one-host Slurm daemons need root"; exit 77; fi
+# shellcheck source=tests/sweeps/slurm_test_lib.sh
+source "$root/tests/sweeps/slurm_test_lib.sh"
+need_slurm "the one-host Slurm daemons need root"
 
 work=$(mktemp -d /tmp/batchlab-slurmstudy-XXXXXX)
 cluster="$work/cluster"
