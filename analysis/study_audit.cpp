@@ -38,6 +38,17 @@ StudyCost study_cost(const std::vector<StudyCellRecord>& cells,
   return cost;
 }
 
+namespace {
+
+// A trial pruned at or past the winner's S* had not reached by then: its own crossing lies later,
+// so run on it could not have won, and the pruning decided nothing.
+bool pruned_past_winner(const StudyCellRecord& cell, const StudyTrialRecord& t) {
+  return cell.steps_to_target && t.last_step &&
+         static_cast<double>(*t.last_step) >= *cell.steps_to_target;
+}
+
+}  // namespace
+
 std::vector<int64_t> pruned_neighbours(const StudyCellRecord& cell,
                                        const std::vector<StudyTrialRecord>& trials) {
   if (!cell.best_run_id) return {};
@@ -49,7 +60,8 @@ std::vector<int64_t> pruned_neighbours(const StudyCellRecord& cell,
   for (const auto& t : trials) {
     below = below || t.lr_index < best->lr_index;
     above = above || t.lr_index > best->lr_index;
-    if (std::llabs(t.lr_index - best->lr_index) == 1 && t.outcome == "pruned") {
+    if (std::llabs(t.lr_index - best->lr_index) == 1 && t.outcome == "pruned" &&
+        !pruned_past_winner(cell, t)) {
       out.push_back(t.lr_index);
     }
   }

@@ -66,8 +66,9 @@ TEST(StudyPrunedNeighbours, OnlyAnInteriorBestNextToAPrunedPoint) {
                                           trial("a", "r0", 0, "reached", 50, 10),
                                           trial("a", "rp", 1, "stopped_by_race", 50, 10)};
   EXPECT_EQ(pruned_neighbours(cell, trials), (std::vector<int64_t>{-1}));
-  // Both neighbours pruned.
+  // Both neighbours pruned, before the winner's S* (50).
   trials[2].outcome = "pruned";
+  trials[2].last_step = 40;
   EXPECT_EQ(pruned_neighbours(cell, trials), (std::vector<int64_t>{-1, 1}));
   // A race stop is fair: the point could no longer have won.
   trials[0].outcome = "stopped_by_race";
@@ -82,6 +83,14 @@ TEST(StudyPrunedNeighbours, OnlyAnInteriorBestNextToAPrunedPoint) {
       trial("a", "rmm", -2, "pruned", 30, 10), trial("a", "rm", -1, "capped", 1000, 10),
       trial("a", "r0", 0, "reached", 50, 10), trial("a", "rp", 1, "stopped_by_race", 50, 10)};
   EXPECT_TRUE(pruned_neighbours(cell, far).empty());
+  // A neighbour pruned at or past the winner's S* (50) had not reached by then: it could not
+  // have won, so the pruning decided nothing; one pruned before S* still counts.
+  std::vector<StudyTrialRecord> late = {trial("a", "rm", -1, "pruned", 50, 10),
+                                        trial("a", "r0", 0, "reached", 50, 10),
+                                        trial("a", "rp", 1, "pruned", 49, 10)};
+  EXPECT_EQ(pruned_neighbours(cell, late), (std::vector<int64_t>{1}));
+  late[2].last_step = 64;
+  EXPECT_TRUE(pruned_neighbours(cell, late).empty());
   // No best (censored): nothing.
   StudyCellRecord censored = cell;
   censored.best_run_id.reset();
