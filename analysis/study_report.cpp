@@ -191,6 +191,7 @@ SeriesFit fit_series(const std::string& series, const std::vector<const StudyCel
   auto points = results::seed_mean_points(fitted);
   points.insert(points.end(), censored.begin(), censored.end());
   out.fit = results::fit_scaling(points);
+  out.fitted_cells = fitted;
   if (out.fit) {
     out.bootstrap = results::bootstrap_seed_fit(fitted);
     if (!out.bootstrap) out.seed_range = results::per_seed_range(fitted);

@@ -66,6 +66,9 @@ struct SeriesFit {
   std::optional<results::ScalingFit> fit;
   std::vector<std::string> searching;   // cells still searching, left out of the fit
   std::vector<BatchSeeds> batch_seeds;  // ascending batch
+  // The per-seed steps the fit and its interval are computed from: the reached cells of the batch
+  // sizes that are points of the fit (no censored seed, none searching).
+  std::vector<results::SeedSteps> fitted_cells;
   // The 95% interval: the bootstrap over the seeds of the fitted batches, resampled within each
   // batch; nullopt without a fit or while a fitted batch has fewer than 3 seeds
   // (results::kMinSeedsForInterval).

@@ -24,6 +24,8 @@ constexpr const char* kAppUsage =
     "  sweep plan|run|status|submit SWEEP.toml [options]           sweeps (batchlab sweep --help)\n"
     "  report --db PATH [--group-by k1,k2] [--where SQL] [--format F] per-group results of a "
     "sweep\n"
+    "  compare --db STUDY.db A B [--sweep ID] [--format F]          two series of a scaling "
+    "study\n"
     "  plot --db PATH --figure NAME --out FILE.png [--run ID]       figures (batchlab plot "
     "--help)\n"
     "  results ingest --db PATH [RECORDS.db|DIR]...                 fold job records into PATH\n"
@@ -44,10 +46,11 @@ using Command = std::function<int(const std::vector<std::string>&)>;
 
 int run_app(int argc, char** argv) {
   const std::map<std::string, Command> commands = {
-      {"train", cmd_train},   {"query", cmd_query},   {"version", cmd_version},
-      {"models", cmd_models}, {"sweep", cmd_sweep},   {"results", cmd_results},
-      {"data", cmd_data},     {"report", cmd_report}, {"plot", cmd_plot},
-      {"export", cmd_export}, {"bench", cmd_bench},   {"serve", cmd_serve}};
+      {"train", cmd_train},    {"query", cmd_query},   {"version", cmd_version},
+      {"models", cmd_models},  {"sweep", cmd_sweep},   {"results", cmd_results},
+      {"data", cmd_data},      {"report", cmd_report}, {"plot", cmd_plot},
+      {"export", cmd_export},  {"bench", cmd_bench},   {"serve", cmd_serve},
+      {"compare", cmd_compare}};
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) {
     std::fputs(kAppUsage, stderr);

@@ -23,6 +23,7 @@ int cmd_results(const std::vector<std::string>& args);  // cli/results_command.c
 int cmd_data(const std::vector<std::string>& args);     // cli/data_command.cpp
 int cmd_report(const std::vector<std::string>& args);   // cli/report_command.cpp
 int cmd_plot(const std::vector<std::string>& args);     // cli/plot_command.cpp
+int cmd_compare(const std::vector<std::string>& args);  // cli/compare_command.cpp
 int cmd_bench(const std::vector<std::string>& args);    // cli/bench_command.cpp
 int cmd_export(const std::vector<std::string>& args);   // cli/export_command.cpp
 int cmd_serve(const std::vector<std::string>& args);    // cli/serve_command.cpp

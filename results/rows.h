@@ -205,7 +205,9 @@ struct StudyTrialRow {
   double base_lr = 0.0;
   std::int64_t lr_index = 0;
   std::string outcome{trial_outcome::kRunning};
-  std::optional<std::int64_t> last_step;        // last evaluated step
+  // Updates trained: the last evaluated step, or the step a diverged run stopped at (between
+  // evaluations), so that samples_trained = last_step x global_batch.
+  std::optional<std::int64_t> last_step;
   std::optional<double> steps_to_target;        // interpolated crossing; set when reached
   std::optional<std::int64_t> samples_trained;  // updates trained x global_batch
   std::optional<std::int64_t> cap_samples;      // cap_steps x global_batch

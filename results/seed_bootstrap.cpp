@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 namespace batchlab::results {
@@ -128,29 +129,53 @@ double ranked_b_crit(const ScalingFit& fit) {
   return fit.e_min > 0.0 ? kUnbounded : 0.0;
 }
 
-std::optional<SeedBootstrap> bootstrap_seed_fit(const std::vector<SeedSteps>& cells, int resamples,
-                                                uint64_t generator_seed) {
-  if (resamples < 1) throw std::invalid_argument("bootstrap_seed_fit: resamples must be positive");
-  const SeedLogSteps logs = seed_log_steps(cells);
-  if (logs.size() < 2) return std::nullopt;
-  SeedBootstrap out;
-  out.min_batch_seeds = std::numeric_limits<int>::max();
+namespace {
+
+// The fewest seeds any batch of `logs` ran and the distinct seeds over all batches.
+std::pair<int, int> seed_counts(const SeedLogSteps& logs) {
+  int fewest = std::numeric_limits<int>::max();
   std::map<int64_t, int> seeds;
   for (const auto& [batch, batch_seeds] : logs) {
-    out.min_batch_seeds = std::min(out.min_batch_seeds, static_cast<int>(batch_seeds.size()));
+    fewest = std::min(fewest, static_cast<int>(batch_seeds.size()));
     for (const auto& [seed, l] : batch_seeds) ++seeds[seed];
   }
-  if (out.min_batch_seeds < kMinSeedsForInterval) return std::nullopt;
-  out.seeds = static_cast<int>(seeds.size());
-  out.resamples = resamples;
+  return {fewest, static_cast<int>(seeds.size())};
+}
+
+}  // namespace
+
+Interval percentile_interval(std::vector<double> values) {
+  if (values.empty()) throw std::invalid_argument("percentile_interval: no values");
+  return central_interval(std::move(values));
+}
+
+std::optional<std::vector<ScalingFit>> resample_seed_fits(const std::vector<SeedSteps>& cells,
+                                                          int resamples, uint64_t generator_seed) {
+  if (resamples < 1) throw std::invalid_argument("bootstrap_seed_fit: resamples must be positive");
+  const SeedLogSteps logs = seed_log_steps(cells);
+  if (logs.size() < 2 || seed_counts(logs).first < kMinSeedsForInterval) return std::nullopt;
   const std::vector<BatchDraws> batches = batch_draws(logs);
-  const std::vector<double> band_at = band_batches(batches);
   std::mt19937_64 generator(generator_seed);
+  std::vector<ScalingFit> fits;
+  fits.reserve(static_cast<size_t>(resamples));
+  // Every batch has a point, and there are at least two: the fit always exists.
+  for (int r = 0; r < resamples; ++r)
+    fits.push_back(fit_scaling(draw_points(batches, generator)).value());
+  return fits;
+}
+
+std::optional<SeedBootstrap> bootstrap_seed_fit(const std::vector<SeedSteps>& cells, int resamples,
+                                                uint64_t generator_seed) {
+  const auto fits = resample_seed_fits(cells, resamples, generator_seed);
+  if (!fits) return std::nullopt;
+  const SeedLogSteps logs = seed_log_steps(cells);
+  SeedBootstrap out;
+  std::tie(out.min_batch_seeds, out.seeds) = seed_counts(logs);
+  out.resamples = resamples;
+  const std::vector<double> band_at = band_batches(batch_draws(logs));
   std::vector<double> b_crit, s_min, e_min;
   std::vector<std::vector<double>> band(band_at.size());
-  for (int r = 0; r < resamples; ++r) {
-    // Every batch has a point, and there are at least two: the fit always exists.
-    const ScalingFit fit = fit_scaling(draw_points(batches, generator)).value();
+  for (const ScalingFit& fit : *fits) {
     if (!fit.b_crit) ++out.without_b_crit;
     b_crit.push_back(ranked_b_crit(fit));
     if (std::isinf(b_crit.back())) ++out.unbounded;

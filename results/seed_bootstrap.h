@@ -95,6 +95,19 @@ struct SeedBootstrap {
 };
 inline constexpr int kBandPoints = 33;
 
+// The central 95% interval (kIntervalLow, kIntervalHigh percentiles) of every value, +infinity
+// included: linear interpolation between order statistics, an end that touches +infinity is
+// +infinity. Throws std::invalid_argument for no values.
+Interval percentile_interval(std::vector<double> values);
+
+// The refitted curves of `resamples` draws of the seeds of `cells`, every one kept (two batches or
+// more always fit); nullopt with fewer than two batch sizes or when a batch ran fewer than
+// kMinSeedsForInterval seeds. `batchlab compare` pairs two series' resamples drawn from different
+// generator seeds.
+std::optional<std::vector<ScalingFit>> resample_seed_fits(
+    const std::vector<SeedSteps>& cells, int resamples = kSeedResamples,
+    uint64_t generator_seed = kSeedBootstrapSeed);
+
 // The bootstrap over the seeds of `cells` (reached cells of the batches the fit keeps); nullopt
 // with fewer than two batch sizes or when a batch ran fewer than kMinSeedsForInterval seeds.
 std::optional<SeedBootstrap> bootstrap_seed_fit(const std::vector<SeedSteps>& cells,

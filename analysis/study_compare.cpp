@@ -1,0 +1,264 @@
+#include "analysis/study_compare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "analysis/study_report.h"
+#include "analysis/table_builder.h"
+#include "core/errors.h"
+#include "results/seed_range.h"
+#include "results/student_t.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One series' cells at one batch size: each seed's log steps (a seed with cells in two sweeps
+// averages them, as the fit does) and the seeds that have not reached.
+struct SideCells {
+  std::map<int64_t, std::vector<double>> reached_logs;
+  std::set<int64_t> seeds, censored, searching;
+};
+
+using SeriesBatches = std::map<int64_t, SideCells>;
+
+SeriesBatches batches_of(const StudyReport& report, const std::string& series) {
+  SeriesBatches out;
+  for (const auto& c : report.cells) {
+    if (c.series != series) continue;
+    auto& side = out[c.cell.global_batch];
+    side.seeds.insert(c.cell.seed);
+    if (c.cell.status == "reached" && c.cell.steps_to_target && *c.cell.steps_to_target > 0) {
+      side.reached_logs[c.cell.seed].push_back(std::log(*c.cell.steps_to_target));
+    } else if (c.cell.status == "censored") {
+      side.censored.insert(c.cell.seed);
+    } else {
+      side.searching.insert(c.cell.seed);
+    }
+  }
+  return out;
+}
+
+// Per seed that reached with every cell: its mean log steps.
+std::vector<double> seed_logs(const SideCells& side) {
+  std::vector<double> out;
+  for (const auto& [seed, logs] : side.reached_logs) {
+    if (side.censored.count(seed) || side.searching.count(seed)) continue;
+    double sum = 0.0;
+    for (double l : logs) sum += l;
+    out.push_back(sum / static_cast<double>(logs.size()));
+  }
+  return out;
+}
+
+double mean(const std::vector<double>& v) {
+  double sum = 0.0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+double sample_variance(const std::vector<double>& v) {
+  const double m = mean(v);
+  double sum = 0.0;
+  for (double x : v) sum += (x - m) * (x - m);
+  return sum / static_cast<double>(v.size() - 1);
+}
+
+Verdict verdict_of(const results::Interval& interval) {
+  if (interval.low > 1.0) return Verdict::kAHigher;
+  if (interval.high < 1.0) return Verdict::kALower;
+  return Verdict::kNone;
+}
+
+SideAtBatch side_summary(const SideCells* side) {
+  SideAtBatch out;
+  if (!side) return out;
+  const auto logs = seed_logs(*side);
+  out.seeds = static_cast<int>(side->seeds.size());
+  out.reached = static_cast<int>(logs.size());
+  if (out.reached > 0 && out.reached == out.seeds) out.steps = std::exp(mean(logs));
+  return out;
+}
+
+// Why a side has no steps at a batch, or "" when every seed reached.
+std::string missing_steps(const std::string& name, const SideCells* side) {
+  if (!side) return fmt::format("{}: not measured", name);
+  const size_t n = side->seeds.size();
+  if (!side->censored.empty()) {
+    return fmt::format("{}: {} of {} seeds censored", name, side->censored.size(), n);
+  }
+  if (!side->searching.empty()) {
+    return fmt::format("{}: {} of {} seeds still searching", name, side->searching.size(), n);
+  }
+  return "";
+}
+
+// Welch's 95% interval on the difference of mean log steps, as a ratio (header).
+results::Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b) {
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  const double va = sample_variance(a), vb = sample_variance(b);
+  const double se = std::sqrt(va / na + vb / nb);
+  const double t =
+      results::student_t_quantile(results::kIntervalHigh, results::welch_dof(va, na, vb, nb));
+  const double d = mean(a) - mean(b);
+  return {std::exp(d - t * se), std::exp(d + t * se)};
+}
+
+RatioEstimate steps_ratio(const SideCells* a, const SideCells* b) {
+  RatioEstimate out;
+  std::vector<std::string> missing;
+  for (auto m : {missing_steps("A", a), missing_steps("B", b)}) {
+    if (!m.empty()) missing.push_back(m);
+  }
+  if (!missing.empty()) {
+    out.why = fmt::format("{}", fmt::join(missing, "; "));
+    return out;
+  }
+  const auto la = seed_logs(*a), lb = seed_logs(*b);
+  out.ratio = std::exp(mean(la) - mean(lb));
+  const size_t fewest = std::min(la.size(), lb.size());
+  if (fewest >= static_cast<size_t>(results::kMinSeedsForInterval)) {
+    out.kind = RatioKind::kConfidence95;
+    out.interval = welch_interval(la, lb);
+    out.verdict = verdict_of(out.interval);
+    if (out.verdict == Verdict::kNone) out.why = "95% interval includes 1";
+    return out;
+  }
+  if (la.size() * lb.size() == 1) {
+    out.kind = RatioKind::kOneSeed;
+    out.why = "one seed a side: no interval";
+    return out;
+  }
+  out.kind = RatioKind::kSeedRange;
+  const auto [a_low, a_high] = std::minmax_element(la.begin(), la.end());
+  const auto [b_low, b_high] = std::minmax_element(lb.begin(), lb.end());
+  out.interval = {std::exp(*a_low - *b_high), std::exp(*a_high - *b_low)};
+  out.why = fmt::format("fewer than {} seeds a side: seed range, no verdict",
+                        results::kMinSeedsForInterval);
+  return out;
+}
+
+// a / b for values in [0, inf]; nullopt when it has no value (0/0, inf/inf).
+std::optional<double> ratio_value(double a, double b) {
+  const bool a_zero = !(a > 0.0), b_zero = !(b > 0.0);
+  if ((a_zero && b_zero) || (std::isinf(a) && std::isinf(b))) return std::nullopt;
+  if (b_zero || std::isinf(a)) return kInf;
+  if (a_zero || std::isinf(b)) return 0.0;
+  return a / b;
+}
+
+// A fit parameter as the ratio ranks it: S_min <= 0 (no floor) as 0; B_crit as the bootstrap
+// ranks it (0 without a gain from batch, +infinity without a floor).
+double s_min_value(const results::ScalingFit& f) { return std::max(f.s_min, 0.0); }
+double b_crit_value(const results::ScalingFit& f) { return results::ranked_b_crit(f); }
+
+using FitValue = double (*)(const results::ScalingFit&);
+
+// Paired resamples; one without a ratio counts as 0 at the low end and +infinity at the high end.
+results::Interval resampled_ratio(const std::vector<results::ScalingFit>& a,
+                                  const std::vector<results::ScalingFit>& b, FitValue value) {
+  std::vector<double> lows, highs;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const auto r = ratio_value(value(a[i]), value(b[i]));
+    lows.push_back(r ? *r : 0.0);
+    highs.push_back(r ? *r : kInf);
+  }
+  return {results::percentile_interval(lows).low, results::percentile_interval(highs).high};
+}
+
+RatioEstimate fit_ratio(const SeriesFit& a, const SeriesFit& b, FitValue value,
+                        results::Interval results::SeedRange::*range) {
+  RatioEstimate out;
+  if (!a.fit || !b.fit) {
+    out.why = fmt::format("no fit for {}: fewer than 2 batch sizes reached", !a.fit ? "A" : "B");
+    return out;
+  }
+  out.ratio = ratio_value(value(*a.fit), value(*b.fit));
+  // Independent generators: the same one would draw the two series' seeds in lockstep.
+  const auto ra = results::resample_seed_fits(a.fitted_cells, results::kSeedResamples,
+                                              results::kSeedBootstrapSeed);
+  const auto rb = results::resample_seed_fits(b.fitted_cells, results::kSeedResamples,
+                                              results::kSeedBootstrapSeed + 1);
+  if (ra && rb) {
+    out.kind = RatioKind::kConfidence95;
+    out.interval = resampled_ratio(*ra, *rb, value);
+    out.verdict = verdict_of(out.interval);
+    if (out.verdict == Verdict::kNone) out.why = "95% interval includes 1";
+    return out;
+  }
+  const auto sa = results::per_seed_range(a.fitted_cells);
+  const auto sb = results::per_seed_range(b.fitted_cells);
+  if (sa && sb) {
+    const results::Interval ia = (*sa).*range, ib = (*sb).*range;
+    // S_min ranges can reach below 0: rank them as the point does.
+    const double a_low = std::max(ia.low, 0.0), b_low = std::max(ib.low, 0.0);
+    out.kind = RatioKind::kSeedRange;
+    out.interval = {ratio_value(a_low, ib.high).value_or(0.0),
+                    ratio_value(ia.high, b_low).value_or(kInf)};
+    out.why = fmt::format("fewer than {} seeds at a fitted batch: seed range, no verdict",
+                          results::kMinSeedsForInterval);
+    return out;
+  }
+  out.kind = RatioKind::kOneSeed;
+  out.why = "one seed: no interval";
+  return out;
+}
+
+const SeriesFit& find_series(const StudyReport& report, const std::string& name,
+                             const std::string& db_path) {
+  std::vector<std::string> names;
+  for (const auto& f : report.fits) {
+    if (f.series == name) return f;
+    names.push_back("'" + f.series + "'");
+  }
+  throw InputError(fmt::format(
+      "{}: no series '{}' in the study; its series are {} (as `batchlab report` names them)",
+      db_path, name, fmt::join(names, ", ")));
+}
+
+}  // namespace
+
+StudyComparison compare_study_series(const std::string& db_path, const std::string& a,
+                                     const std::string& b,
+                                     const std::optional<std::string>& sweep_id) {
+  if (!has_study(db_path, sweep_id)) {
+    throw InputError(fmt::format(
+        "{}: no scaling study{} (no study_cells rows); compare reads a database written by `sweep "
+        "run` on a spec with a [study] section",
+        db_path, sweep_id ? " of sweep " + *sweep_id : ""));
+  }
+  const StudyReport report = build_study_report(db_path, {sweep_id});
+  const SeriesFit& fa = find_series(report, a, db_path);
+  const SeriesFit& fb = find_series(report, b, db_path);
+  if (a == b) throw InputError(fmt::format("compare: A and B are the same series '{}'", a));
+  StudyComparison out;
+  out.a = a;
+  out.b = b;
+  out.targets = fmt::format("{}", fmt::join(report.targets, ", "));
+  const SeriesBatches ba = batches_of(report, a), bb = batches_of(report, b);
+  std::set<int64_t> batches;
+  for (const auto& [batch, side] : ba) batches.insert(batch);
+  for (const auto& [batch, side] : bb) batches.insert(batch);
+  for (int64_t batch : batches) {
+    const auto ia = ba.find(batch);
+    const auto ib = bb.find(batch);
+    const SideCells* sa = ia == ba.end() ? nullptr : &ia->second;
+    const SideCells* sb = ib == bb.end() ? nullptr : &ib->second;
+    out.batches.push_back({batch, side_summary(sa), side_summary(sb), steps_ratio(sa, sb)});
+  }
+  out.s_min = fit_ratio(fa, fb, s_min_value, &results::SeedRange::s_min);
+  out.b_crit = fit_ratio(fa, fb, b_crit_value, &results::SeedRange::b_crit);
+  out.verdicts = comparison_verdicts(out);
+  return out;
+}
+
+}  // namespace batchlab::analysis

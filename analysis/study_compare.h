@@ -1,0 +1,89 @@
+// `batchlab compare --db STUDY.db A B`: how two series of a scaling study (analysis/study_report.h:
+// an optimizer plus the settings that vary) differ, with an interval over the seeds for every ratio
+// and a verdict only where that interval excludes 1, so that a sentence such as "LARS slower than
+// LAMB at 16-256" is computed by the tool rather than read off a table.
+//
+// Steps to target at each batch both series measured: the ratio of the geometric means over the
+// seeds of A's and B's steps (each seed's best learning rate). Its 95% interval is Welch's t
+// interval on the difference of mean log steps (Welch-Satterthwaite degrees of freedom, Student's t
+// quantile: results/student_t.h), stated only when both sides ran at least
+// results::kMinSeedsForInterval seeds; the two series are not paired by seed (a seed fixes the
+// initial weights and the data order, not an optimizer's noise), which keeps the interval wide
+// rather than optimistic. With fewer seeds the row gives the seed range (the smallest and largest
+// ratio over all pairs of A's and B's seeds), named as such, and no verdict. A batch where a seed
+// of either side is censored or still searching gets no ratio: its steps are unknown.
+//
+// S_min and B_crit of the fits: the ratio of A's fitted value to B's, with the 2.5th-97.5th
+// percentiles over paired bootstrap resamples (results::resample_seed_fits, the two series drawn
+// from independent generators), every resample counted: a resample whose ratio has no value (both
+// B_crit unbounded, say) counts at the low end as 0 and at the high end as infinity, so it can only
+// widen the interval. Fewer than 3 seeds at a fitted batch: the seed range of the per-seed fits'
+// ratios, no verdict.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "results/query_result.h"
+#include "results/seed_bootstrap.h"
+
+namespace batchlab::analysis {
+
+enum class RatioKind {
+  kNone,          // no ratio (a side censored, searching or without a fit)
+  kOneSeed,       // a ratio, one seed a side: no spread to state
+  kSeedRange,     // min-max over seed pairs or per-seed fits: fewer than 3 seeds
+  kConfidence95,  // a 95% interval
+};
+
+// Which way a 95% interval that excludes 1 points: A's value above B's, or below.
+enum class Verdict { kNone, kAHigher, kALower };
+
+struct RatioEstimate {
+  std::optional<double> ratio;  // A / B
+  RatioKind kind = RatioKind::kNone;
+  results::Interval interval;  // for kSeedRange and kConfidence95; high may be +infinity
+  Verdict verdict = Verdict::kNone;
+  std::string why;  // why there is no ratio or no verdict ("B: 1 of 3 seeds censored")
+};
+
+struct SideAtBatch {
+  int seeds = 0;                // distinct seeds with a cell at the batch
+  int reached = 0;              // of them, seeds whose every cell reached
+  std::optional<double> steps;  // geometric mean over the seeds, when every seed reached
+};
+
+struct BatchComparison {
+  int64_t batch = 0;
+  SideAtBatch a, b;
+  RatioEstimate steps;  // A's steps to target over B's
+};
+
+struct StudyComparison {
+  std::string a, b;                      // the series
+  std::string targets;                   // "val_loss 5.2"
+  std::vector<BatchComparison> batches;  // every batch either side has cells at, ascending
+  RatioEstimate s_min, b_crit;
+  std::vector<std::string> verdicts;  // sentences, in the order steps, S_min, B_crit
+};
+
+// Throws InputError when the database holds no study or A or B names no series of it (the message
+// lists the series), results::StoreInputError for a missing or unreadable database.
+StudyComparison compare_study_series(const std::string& db_path, const std::string& a,
+                                     const std::string& b,
+                                     const std::optional<std::string>& sweep_id = {});
+
+// The verdict sentences of `comparison` (StudyComparison::verdicts): the runs of consecutive
+// batches whose 95% interval of the steps ratio excludes 1 on the same side ("lars slower than
+// lamb at batch 16-256: 2.41-3.10x (95% intervals 2.02x to 3.71x)"), the batches without a verdict
+// and why, then S_min and B_crit.
+std::vector<std::string> comparison_verdicts(const StudyComparison& comparison);
+
+// table / markdown: a header, the per-batch table, the fit table and the verdict lines; csv: the
+// per-batch table and the fit table; json: {"kind": "study_comparison", "a", "b", "targets",
+// "batches", "fits", "verdicts"} with unrounded numbers (an unbounded end as null).
+std::string format_study_comparison(const StudyComparison& comparison, results::QueryFormat format);
+
+}  // namespace batchlab::analysis

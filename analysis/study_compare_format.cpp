@@ -1,0 +1,236 @@
+// The verdict sentences and renderings of a StudyComparison (analysis/study_compare.h).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "analysis/study_compare.h"
+#include "analysis/table_builder.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+std::string ratio_number_text(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.2f}", v); }
+
+std::string ratio_interval_text(const RatioEstimate& r) {
+  const std::string range =
+      ratio_number_text(r.interval.low) + "-" + ratio_number_text(r.interval.high) + "x";
+  switch (r.kind) {
+    case RatioKind::kConfidence95:
+      return "95% " + range;
+    case RatioKind::kSeedRange:
+      return "seed range " + range;
+    case RatioKind::kOneSeed:
+      return "one seed";
+    case RatioKind::kNone:
+      break;
+  }
+  return "";
+}
+
+std::string verdict_word(Verdict v, const std::string& higher, const std::string& lower) {
+  if (v == Verdict::kAHigher) return higher;
+  if (v == Verdict::kALower) return lower;
+  return "";
+}
+
+// "16-256" for a run of table rows, "64" for one.
+std::string batch_span(const std::vector<int64_t>& batches) {
+  if (batches.size() == 1) return fmt::format("{}", batches.front());
+  return fmt::format("{}-{}", batches.front(), batches.back());
+}
+
+// A run of consecutive rows with the same verdict.
+struct StepsRun {
+  Verdict verdict = Verdict::kNone;
+  std::vector<int64_t> batches;
+  double ratio_low = 1e300, ratio_high = 0.0, interval_low = 1e300, interval_high = 0.0;
+};
+
+std::string run_sentence(const StudyComparison& c, const StepsRun& run) {
+  const bool slower = run.verdict == Verdict::kAHigher;
+  const std::string low = fmt::format("{:.2f}", run.ratio_low);
+  const std::string high = fmt::format("{:.2f}", run.ratio_high);
+  const std::string ratios = low == high ? low + "x" : low + "-" + high + "x";
+  return fmt::format(
+      "{} {} than {} ({} steps to target) at batch {}: {} (95% interval{} {}x to {}x)", c.a,
+      slower ? "slower" : "faster", c.b, slower ? "more" : "fewer", batch_span(run.batches), ratios,
+      run.batches.size() == 1 ? "" : "s from", ratio_number_text(run.interval_low),
+      ratio_number_text(run.interval_high));
+}
+
+void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
+  std::vector<StepsRun> runs;
+  std::map<std::string, std::vector<int64_t>> no_verdict;  // why -> batches
+  std::vector<std::string> why_order;
+  for (const auto& row : c.batches) {
+    const RatioEstimate& r = row.steps;
+    if (r.verdict == Verdict::kNone) {
+      auto& batches = no_verdict[r.why];
+      if (batches.empty()) why_order.push_back(r.why);
+      batches.push_back(row.batch);
+      runs.push_back({});  // a row without a verdict ends a run
+      continue;
+    }
+    if (runs.empty() || runs.back().verdict != r.verdict) {
+      runs.emplace_back();
+      runs.back().verdict = r.verdict;
+    }
+    StepsRun& run = runs.back();
+    run.batches.push_back(row.batch);
+    run.ratio_low = std::min(run.ratio_low, *r.ratio);
+    run.ratio_high = std::max(run.ratio_high, *r.ratio);
+    run.interval_low = std::min(run.interval_low, r.interval.low);
+    run.interval_high = std::max(run.interval_high, r.interval.high);
+  }
+  for (const auto& run : runs) {
+    if (run.verdict != Verdict::kNone) out.push_back(run_sentence(c, run));
+  }
+  for (const auto& why : why_order) {
+    out.push_back(fmt::format("no verdict on the steps at batch {}: {}",
+                              fmt::join(no_verdict[why], ", "), why));
+  }
+}
+
+void fit_verdict(const std::string& a, const std::string& b, const std::string& what,
+                 const RatioEstimate& r, std::vector<std::string>& out) {
+  if (r.verdict != Verdict::kNone) {
+    out.push_back(fmt::format("{}'s {} {} {}'s: {}x ({})", a, what,
+                              r.verdict == Verdict::kAHigher ? "above" : "below", b,
+                              ratio_number_text(*r.ratio), ratio_interval_text(r)));
+    return;
+  }
+  const std::string value =
+      r.ratio ? fmt::format(" (ratio {}x{})", ratio_number_text(*r.ratio),
+                            r.kind == RatioKind::kNone || r.kind == RatioKind::kOneSeed
+                                ? ""
+                                : ", " + ratio_interval_text(r))
+              : "";
+  out.push_back(fmt::format("no verdict on {}{}: {}", what, value, r.why));
+}
+
+results::QueryResult compare_batch_table(const StudyComparison& c) {
+  TableBuilder t;
+  for (const auto& row : c.batches) {
+    t.integer("batch", row.batch);
+    t.text("A_seeds", fmt::format("{}/{}", row.a.reached, row.a.seeds));
+    t.number("A_steps", row.a.steps, "{:.1f}");
+    t.text("B_seeds", fmt::format("{}/{}", row.b.reached, row.b.seeds));
+    t.number("B_steps", row.b.steps, "{:.1f}");
+    t.number("A/B", row.steps.ratio, "{:.2f}");
+    t.text("interval", ratio_interval_text(row.steps));
+    t.text("verdict", verdict_word(row.steps.verdict, "A slower", "A faster"));
+    t.text("note", row.steps.verdict == Verdict::kNone ? row.steps.why : "");
+    t.end_row();
+  }
+  return t.table;
+}
+
+results::QueryResult compare_fit_table(const StudyComparison& c) {
+  TableBuilder t;
+  for (const auto& [name, r] : {std::pair{"S_min", &c.s_min}, std::pair{"B_crit", &c.b_crit}}) {
+    t.text("quantity", name);
+    t.number("A/B", r->ratio, "{:.2f}");
+    t.text("interval", ratio_interval_text(*r));
+    t.text("verdict", verdict_word(r->verdict, "A above", "A below"));
+    t.text("note", r->verdict == Verdict::kNone ? r->why : "");
+    t.end_row();
+  }
+  return t.table;
+}
+
+json ratio_end_json(double v) { return std::isinf(v) ? json(nullptr) : json(v); }
+
+json ratio_json(const RatioEstimate& r) {
+  static const std::map<RatioKind, const char*> kinds = {{RatioKind::kNone, "none"},
+                                                         {RatioKind::kOneSeed, "one_seed"},
+                                                         {RatioKind::kSeedRange, "seed_range"},
+                                                         {RatioKind::kConfidence95, "95%"}};
+  json out = {{"ratio", r.ratio ? ratio_end_json(*r.ratio) : json(nullptr)},
+              {"kind", kinds.at(r.kind)},
+              {"verdict", verdict_word(r.verdict, "A higher", "A lower")},
+              {"why", r.why}};
+  if (r.kind == RatioKind::kSeedRange || r.kind == RatioKind::kConfidence95) {
+    out["interval"] =
+        json::array({ratio_end_json(r.interval.low), ratio_end_json(r.interval.high)});
+  }
+  return out;
+}
+
+json side_json(const SideAtBatch& s) {
+  return {{"seeds", s.seeds},
+          {"reached", s.reached},
+          {"steps", s.steps ? json(*s.steps) : json(nullptr)}};
+}
+
+std::string comparison_json(const StudyComparison& c) {
+  json batches = json::array();
+  for (const auto& row : c.batches) {
+    batches.push_back({{"batch", row.batch},
+                       {"a", side_json(row.a)},
+                       {"b", side_json(row.b)},
+                       {"steps_ratio", ratio_json(row.steps)}});
+  }
+  const json doc = {{"kind", "study_comparison"},
+                    {"a", c.a},
+                    {"b", c.b},
+                    {"targets", c.targets},
+                    {"batches", batches},
+                    {"fits", {{"s_min", ratio_json(c.s_min)}, {"b_crit", ratio_json(c.b_crit)}}},
+                    {"verdicts", c.verdicts}};
+  return doc.dump(2) + "\n";
+}
+
+std::string compare_header(const StudyComparison& c) {
+  return fmt::format(
+      "Comparison: A = {}, B = {}; target {}.\nPer batch: A/B = the ratio of the geometric means "
+      "over the seeds of the steps to target (each seed's best LR); interval \"95%\" = Welch's t "
+      "interval on the mean log steps (seeds not paired), only with {} or more seeds a side; "
+      "\"seed range\" = min-max over seed pairs (fewer seeds: no verdict). A verdict only where "
+      "a 95% interval excludes 1.\n",
+      c.a, c.b, c.targets, results::kMinSeedsForInterval);
+}
+
+std::string compare_fit_header() {
+  return fmt::format(
+      "Fits (S(B) = S_min + E_min/B, as `batchlab report` fits them): A/B of S_min and B_crit; "
+      "\"95%\" = 2.5th-97.5th percentiles over {} paired bootstrap resamples (seeds drawn within "
+      "each batch), every resample counted.\n",
+      results::kSeedResamples);
+}
+
+}  // namespace
+
+std::vector<std::string> comparison_verdicts(const StudyComparison& comparison) {
+  std::vector<std::string> out;
+  steps_verdicts(comparison, out);
+  fit_verdict(comparison.a, comparison.b, "S_min", comparison.s_min, out);
+  fit_verdict(comparison.a, comparison.b, "B_crit", comparison.b_crit, out);
+  return out;
+}
+
+std::string format_study_comparison(const StudyComparison& comparison,
+                                    results::QueryFormat format) {
+  using results::QueryFormat;
+  if (format == QueryFormat::kJson) return comparison_json(comparison);
+  const auto batches = compare_batch_table(comparison);
+  const auto fits = compare_fit_table(comparison);
+  if (format == QueryFormat::kCsv) {
+    return results::format_csv(batches) + "\n" + results::format_csv(fits);
+  }
+  const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
+  std::string out =
+      compare_header(comparison) + gap + results::format_result(batches, format, kAbsentCell) +
+      "\n" + compare_fit_header() + gap + results::format_result(fits, format, kAbsentCell) + "\n";
+  out += "Verdicts (a verdict only where a 95% interval excludes 1):\n" + gap;
+  for (const auto& v : comparison.verdicts) out += fmt::format("{}- {}\n", gap, v);
+  return out;
+}
+
+}  // namespace batchlab::analysis

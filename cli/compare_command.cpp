@@ -1,0 +1,46 @@
+// `batchlab compare --db STUDY.db A B [--sweep ID] [--format table|csv|json|markdown]`: two series
+// of a scaling study side by side, with intervals over the seeds and verdicts only where an
+// interval excludes 1 (analysis/study_compare.h).
+#include <fmt/format.h>
+
+#include "analysis/study_compare.h"
+#include "cli/app.h"
+#include "cli/args.h"
+
+namespace batchlab::cli {
+
+namespace {
+
+constexpr const char* kCompareUsage =
+    "batchlab compare --db STUDY.db A B [--sweep ID] [--format table|csv|json|markdown]\n"
+    "  A and B are series of the study as `batchlab report` names them (an optimizer, then the "
+    "settings that vary: 'lars optim.trust_coefficient=0.01'). Prints per batch A's steps to "
+    "target over B's with a 95% interval over the seeds (Welch's t on log steps; 3 or more seeds "
+    "a side, else the seed range), the same for the fits' S_min and B_crit (bootstrap over the "
+    "seeds), and a verdict only where a 95% interval excludes 1";
+
+}  // namespace
+
+int cmd_compare(const std::vector<std::string>& argv) {
+  Args args(argv, {{"db", true, false}, {"sweep", true, false}, {"format", true, false}},
+            kCompareUsage);
+  const auto db = args.value("db");
+  if (!db) throw UsageError(fmt::format("missing --db STUDY.db\nusage: {}", kCompareUsage));
+  if (args.positionals().size() != 2) {
+    throw UsageError(fmt::format("give two series, A and B ({} given)\nusage: {}",
+                                 args.positionals().size(), kCompareUsage));
+  }
+  const std::string format_name = args.value("format").value_or("table");
+  const auto format = results::parse_query_format(format_name);
+  if (!format) {
+    throw UsageError(
+        fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}",
+                    format_name, kCompareUsage));
+  }
+  const auto comparison = analysis::compare_study_series(
+      *db, args.positionals()[0], args.positionals()[1], args.value("sweep"));
+  fmt::print("{}", analysis::format_study_comparison(comparison, *format));
+  return kExitOk;
+}
+
+}  // namespace batchlab::cli
