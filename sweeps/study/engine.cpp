@@ -127,8 +127,10 @@ void StudyEngine::State::finish(size_t t, const TrialEnd& end) {
   const int64_t trained =
       end.last_step.value_or(trial.view.curve.empty() ? 0 : trial.view.curve.back().step);
   row.outcome = *result;
-  row.last_step = trial.view.curve.empty() ? std::nullopt
-                                           : std::optional<int64_t>(trial.view.curve.back().step);
+  // The updates it trained, as samples_trained counts them: a diverged run stops between
+  // evaluations, and its last evaluation would understate what it cost.
+  row.last_step =
+      end.last_step || !trial.view.curve.empty() ? std::optional<int64_t>(trained) : std::nullopt;
   row.steps_to_target = steps_to_target(trial.view.curve, goal);
   row.samples_trained = trained * batch;
   row.reason = end.error.empty() ? std::nullopt : std::optional<std::string>(end.error);

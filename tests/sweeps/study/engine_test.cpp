@@ -202,6 +202,14 @@ TEST(StudyEngine, DivergedTrialsAreRecordedAndTheBracketGoesDown) {
   auto trials = h.trials_by_lr();
   EXPECT_EQ(trials[1.0].outcome, "diverged");
   EXPECT_EQ(trials[1.0].reason, "loss is nan");
+  // It stopped at the step it diverged at, after its last evaluation: last_step and
+  // samples_trained both count the updates it trained.
+  ASSERT_TRUE(trials[1.0].last_step && trials[1.0].samples_trained);
+  EXPECT_EQ(*trials[1.0].last_step, source.last_step.at(trials[1.0].run_id));
+  EXPECT_EQ(*trials[1.0].samples_trained, *trials[1.0].last_step * 64);
+  const auto evals = h.store.read_evals(trials[1.0].run_id);
+  ASSERT_FALSE(evals.empty());
+  EXPECT_LT(evals.back().step, *trials[1.0].last_step);
   EXPECT_EQ(trials[0.25].outcome, "reached");
   ASSERT_TRUE(trials.count(0.125)) << "best at the low edge: extended down";
   EXPECT_EQ(h.store.read_study_cells("st")[0].best_lr, 0.25);

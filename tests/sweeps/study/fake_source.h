@@ -80,8 +80,11 @@ class FakeTrialSource : public study::TrialSource {
       std::string status, error;
       std::optional<std::string> stop_reason;
       if (std::isnan(value)) {
+        // As the trainer: a run that diverges stops at that step, between evaluations, and
+        // records no evaluation there.
         status = "diverged";
         error = "loss is nan";
+        run.evals.pop_back();
       } else if (study::at_least_as_good(goal_, value, goal_.value)) {
         status = "done";
       } else if (run.stop && step >= run.stop->step) {
