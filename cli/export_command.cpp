@@ -1,8 +1,11 @@
 // `batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR]
-// --out FILE.pt`: a run's weights as a PyTorch state_dict (torch.load + load_state_dict(strict=
-// True) into torchvision's ResNet, with conv1 and maxpool replaced where the run used the small
-// stem, or a Hugging Face-named BERT) and model.json beside it, naming that module. Both files are
-// written atomically and together; a path that cannot take them is refused before anything else.
+// [--format pt|safetensors|hf] --out FILE.pt|FILE.safetensors|DIR`: a run's weights as a PyTorch
+// state_dict (torch.load + load_state_dict(strict=True) into torchvision's ResNet, with conv1 and
+// maxpool replaced where the run used the small stem, or a Hugging Face-named BERT), in torch.save
+// or safetensors format, with model.json beside it naming that module; or, for a BERT run, a
+// Hugging Face save_pretrained folder (config.json, model.safetensors, the tokenizer) with the card
+// inside it. The files are written atomically and together; a path that cannot take them is
+// refused before anything else.
 // The work is in experiments/tasks/weights_export.h (the weights) and analysis/model_card.h (the
 // card); this file parses the arguments, finds the checkpoint folder and prints.
 #include <fmt/format.h>
@@ -23,12 +26,18 @@ namespace batchlab::cli {
 namespace {
 
 constexpr const char* kExportUsage =
-    "batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR] "
-    "--out FILE.pt\n"
+    "batchlab export --db PATH --run ID [--checkpoint final|best|STEP] [--checkpoint-dir DIR]\n"
+    "                [--format pt|safetensors|hf] --out FILE.pt|FILE.safetensors|DIR\n"
     "\n"
-    "Writes a run's weights as a PyTorch state_dict that Python reads with torch.load and\n"
-    "load_state_dict(strict=True): torchvision's names for resnet18..152, Hugging Face's for "
-    "BERT.\n"
+    "Writes a run's weights as a PyTorch state_dict that Python reads with torch.load (or\n"
+    "safetensors.torch.load_file) and load_state_dict(strict=True): torchvision's names for\n"
+    "resnet18..152, Hugging Face's for BERT.\n"
+    "  --format pt           torch.save format (default, unless --out ends in .safetensors)\n"
+    "  --format safetensors  the same tensors as a .safetensors file\n"
+    "  --format hf           BERT runs: a Hugging Face save_pretrained folder DIR (config.json,\n"
+    "                        model.safetensors, tokenizer.json and its configs, "
+    "batchlab_card.json)\n"
+    "                        for transformers' from_pretrained(DIR) and AutoTokenizer\n"
     "A card FILE.json beside it holds the run's config, metrics, git sha and the checkpoint step,\n"
     "and which PyTorch module takes the weights (a ResNet trained with the small stem, as on\n"
     "images of 64 px or less, is torchvision's with conv1 and maxpool replaced).\n"
@@ -40,6 +49,37 @@ constexpr const char* kExportUsage =
     "the\n"
     "                        run folder of its sweep)\n"
     "The model is rebuilt as training built it, from the run's data set (its sizes).";
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFolderCard = "batchlab_card.json";
+constexpr const char* kFolderModule =
+    "transformers' BertForMaskedLM.from_pretrained(DIR) (BertForPreTraining with "
+    "model.next_sentence), or BertForSequenceClassification.from_pretrained(DIR) for a new "
+    "classification head on the pretrained encoder; AutoTokenizer.from_pretrained(DIR) encodes "
+    "text to the ids the run trained on";
+constexpr const char* kFolderPython =
+    "from transformers import AutoTokenizer, BertForMaskedLM\n"
+    "tokenizer = AutoTokenizer.from_pretrained(\"{0}\")\n"
+    "model = BertForMaskedLM.from_pretrained(\"{0}\")\n";
+
+// --format hf's --out: a folder that exists or can be made (its parent exists), not a file.
+void check_output_folder(const std::string& out) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
+    throw InputError(fmt::format(
+        "--out {}: exists and is not a folder; --format hf writes a folder (config.json, "
+        "model.safetensors, the tokenizer): give a folder's path",
+        out));
+  }
+  fs::path folder = fs::absolute(out, ec);
+  if (!folder.has_filename()) folder = folder.parent_path();  // "DIR/"
+  const auto parent = folder.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw InputError(fmt::format("--out {}: its parent folder {} does not exist; create it first",
+                                 out, parent.string()));
+  }
+}
 
 std::string required(const Args& args, const std::string& name, const std::string& what) {
   auto value = args.value(name);
@@ -72,16 +112,24 @@ int cmd_export(const std::vector<std::string>& argv) {
              {"run", true, false},
              {"checkpoint", true, false},
              {"checkpoint-dir", true, false},
+             {"format", true, false},
              {"out", true, false}},
             kExportUsage);
   const std::string db = required(args, "db", "PATH");
   const std::string run_id = required(args, "run", "ID");
   const std::string out = required(args, "out", "FILE.pt");
   const std::string which = args.value("checkpoint").value_or("final");
-  const std::string card_path = analysis::model_card_path(out);
+  const auto format = experiments::export_format(args.value("format").value_or(""), out);
+  const bool folder = format == experiments::ExportFormat::huggingface;
+  const std::string card_path =
+      folder ? (fs::path(out) / kFolderCard).string() : analysis::model_card_path(out);
   // Refused before anything is read or written: a folder, a device, a missing folder.
-  check_output_path(out, "--out");
-  check_output_path(card_path, "the card (--out with .json)");
+  if (folder) {
+    check_output_folder(out);
+  } else {
+    check_output_path(out, "--out");
+    check_output_path(card_path, "the card (--out with .json)");
+  }
 
   const analysis::RunToExport run = analysis::read_run_to_export(db, run_id);
   config::LoadOptions load;
@@ -90,7 +138,7 @@ int cmd_export(const std::vector<std::string>& argv) {
       run.config_toml, fmt::format("{}: runs.config_toml of run {}", db, run_id), load);
   const std::string dir = checkpoint_dir(args, db, run);
   const std::string file = experiments::choose_checkpoint(dir, which, cfg, run_id);
-  const auto exported = experiments::export_weights(cfg, run_id, file);
+  const auto exported = experiments::export_weights(cfg, run_id, file, format);
 
   analysis::ExportedWeightsInfo info;
   info.weights_file = out;
@@ -103,18 +151,21 @@ int cmd_export(const std::vector<std::string>& argv) {
     info.best_metric = exported.best->metric;
     info.best_value = exported.best->value;
   }
-  info.module = exported.module.describe;
-  info.module_python = exported.module.python;
-  info.module_promised = exported.module.promised;
+  info.module = folder ? std::string(kFolderModule) : exported.module.describe;
+  info.module_python = folder ? fmt::format(kFolderPython, out) : exported.module.python;
+  info.module_promised = folder || exported.module.promised;
   // The weights and their card appear together or not at all (core/atomic_file.h).
+  if (folder) std::filesystem::create_directories(out);
   AtomicFiles files;
-  files.write(out, std::string_view(exported.bytes.data(), exported.bytes.size()));
+  for (const auto& f : exported.files) {
+    files.write(f.name.empty() ? out : (fs::path(out) / f.name).string(), f.bytes);
+  }
   files.write(card_path, analysis::model_card_json(db, run, info));
   files.commit();
 
   fmt::print("exported run {} ({}), checkpoint {} = step {} ({}): {} tensors, {} names -> {}\n",
              run_id, run.status, which, exported.step, file, exported.tensors, exported.names, out);
-  fmt::print("PyTorch module: {}\n", exported.module.describe);
+  fmt::print("PyTorch module: {}\n", info.module);
   fmt::print("card: {}\n", card_path);
   if (which == "final" && run.status != "done" && run.status != "stopped") {
     fmt::print("note: the run's status is {}: its newest checkpoint is not the end of training\n",

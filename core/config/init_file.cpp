@@ -20,8 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSaveHint =
-    "give the path of a PyTorch state_dict file (torch.save(model.state_dict(), f)), relative to "
-    "the working directory, or \"\" to start from the architecture's initialization";
+    "give the path of a PyTorch state_dict file (torch.save(model.state_dict(), f)), a "
+    ".safetensors file or a Hugging Face save_pretrained folder, relative to the working "
+    "directory, or \"\" to start from the architecture's initialization";
 
 struct Remembered {
   uintmax_t size = 0;
@@ -52,7 +53,47 @@ Diagnostic problem(const std::string& key, const std::string& value, std::string
   return d;
 }
 
+// A folder's identity: the hashes of the files read from it, with their names, hashed together.
+std::string folder_sha256(const HfFolderFiles& files) {
+  Sha256 hasher;
+  for (const auto& file : {files.config, files.weights}) {
+    hasher.update(fs::path(file).filename().string() + " " + file_sha256(file) + "\n");
+  }
+  return to_hex(hasher.digest());
+}
+
+// The init_from folder's problem, or "" when it holds what batchlab reads.
+std::string folder_problem(const HfFolderFiles& files) {
+  std::error_code ec;
+  if (!fs::is_regular_file(files.config, ec)) {
+    return fmt::format(
+        "a folder without config.json: model.init_from takes a Hugging Face save_pretrained "
+        "folder (config.json and model.safetensors) or a weights file; {}",
+        kSaveHint);
+  }
+  if (files.weights.empty()) {
+    return "the folder has config.json but neither model.safetensors nor pytorch_model.bin (a "
+           "model saved with save_pretrained has one of them; a sharded save, "
+           "model.safetensors.index.json, is not read: save with a larger max_shard_size)";
+  }
+  return "";
+}
+
 }  // namespace
+
+HfFolderFiles hf_folder_files(const std::string& dir) {
+  HfFolderFiles files;
+  files.config = (fs::path(dir) / "config.json").string();
+  std::error_code ec;
+  for (const char* name : {"model.safetensors", "pytorch_model.bin"}) {
+    const auto candidate = (fs::path(dir) / name).string();
+    if (fs::is_regular_file(candidate, ec)) {
+      files.weights = candidate;
+      break;
+    }
+  }
+  return files;
+}
 
 std::string file_sha256(const std::string& path) {
   // Sweep expansion parses jobs on several threads: the memo is shared.
@@ -97,13 +138,19 @@ void resolve_init_file(ModelConfig& model, bool read_file, std::vector<Diagnosti
     out.push_back(problem("model.init_from", path, std::string("no such file; ") + kSaveHint));
     return;
   }
-  if (!fs::is_regular_file(path, ec)) {
+  const bool folder = fs::is_directory(path, ec);
+  if (folder) {
+    if (const auto why = folder_problem(hf_folder_files(path)); !why.empty()) {
+      out.push_back(problem("model.init_from", path, why));
+      return;
+    }
+  } else if (!fs::is_regular_file(path, ec)) {
     out.push_back(problem("model.init_from", path, std::string("not a file; ") + kSaveHint));
     return;
   }
   std::string sha;
   try {
-    sha = file_sha256(path);
+    sha = folder ? folder_sha256(hf_folder_files(path)) : file_sha256(path);
   } catch (const InputError& e) {
     out.push_back(problem("model.init_from", path,
                           fmt::format("{}; check the file's permissions", e.what())));

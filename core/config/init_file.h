@@ -3,6 +3,10 @@
 // canonical TOML includes: the same path holding other weights is another run id, and a sweep's job
 // file (canonical TOML with the hash) refuses to run when the file changed after planning.
 //
+// init_from names a torch.save file, a .safetensors file, or a Hugging Face save_pretrained folder
+// (config.json and model.safetensors, or pytorch_model.bin from older transformers); a folder's
+// hash covers the two files batchlab reads from it (hf_folder_files), not its tokenizer files.
+//
 // Reading the file's contents as a state_dict is the model layer's job (experiments/tasks/
 // initial_weights.h); here only its bytes matter.
 #pragma once
@@ -14,6 +18,13 @@
 #include "core/errors.h"
 
 namespace batchlab::config {
+
+// The files of a save_pretrained folder that batchlab reads.
+struct HfFolderFiles {
+  std::string config;   // DIR/config.json
+  std::string weights;  // DIR/model.safetensors, else DIR/pytorch_model.bin; "" when neither
+};
+HfFolderFiles hf_folder_files(const std::string& dir);
 
 // Lower-case hex SHA-256 of the file's bytes. Remembered per (path, size, modification time) once
 // the file is a few seconds old, so a sweep of many jobs starting from one multi-gigabyte file

@@ -1,9 +1,16 @@
 #include "experiments/tasks/initial_weights.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <filesystem>
+
+#include "core/config/init_file.h"
 #include "core/errors.h"
+#include "models/bert.h"
+#include "models/hf_bert_config.h"
 #include "models/pytorch_names.h"
+#include "models/safetensors.h"
 #include "models/state_dict.h"
 
 namespace batchlab::experiments {
@@ -33,14 +40,40 @@ std::vector<std::string> describe_partial_load(const config::ModelConfig& config
   return notes;
 }
 
+// A save_pretrained folder: its config.json must describe the network the experiment built (every
+// difference listed, models/hf_bert_config.h), then its weights file is read like any other.
+models::StateDict read_hf_folder(torch::nn::Module& model, const config::ModelConfig& config) {
+  const std::string& dir = config.init_from;
+  const auto* bert = dynamic_cast<const models::BertForPretraining*>(&model);
+  if (bert == nullptr) {
+    throw InputError(fmt::format(
+        "model.init_from = {}: a Hugging Face folder starts a BERT (model.arch = \"bert_*\"), "
+        "not model.arch = \"{}\"; give a weights file (.pt or .safetensors) instead",
+        dir, config.arch));
+  }
+  const auto files = config::hf_folder_files(dir);
+  const auto differences = models::hf_bert_config_differences(files.config, bert->config());
+  if (!differences.empty()) {
+    throw InputError(fmt::format(
+        "model.init_from = {}: its config.json describes another network than the experiment's "
+        "({} difference{}):\n  {}\nchoose the model.arch preset, model.max_seq_len and tokenizer "
+        "(data.tokenizer, model.vocab_size) that match the folder, or start from another folder",
+        dir, differences.size(), differences.size() == 1 ? "" : "s",
+        fmt::join(differences, "\n  ")));
+  }
+  return models::read_weights_file(files.weights);
+}
+
 }  // namespace
 
 std::vector<std::string> load_initial_weights(torch::nn::Module& model,
                                               const config::ModelConfig& config) {
   if (config.init_from.empty()) return {};
   const std::string& path = config.init_from;
-  const models::StateDict entries =
-      models::from_pytorch_state_dict(config.arch, models::read_state_dict(path), path);
+  std::error_code ec;
+  const bool folder = std::filesystem::is_directory(path, ec);
+  const models::StateDict entries = models::from_pytorch_state_dict(
+      config.arch, folder ? read_hf_folder(model, config) : models::read_weights_file(path), path);
   const size_t targets = models::state_dict(model).size();
   if (!config.init_strict) {
     return describe_partial_load(config, targets, models::load_matching_state_dict(model, entries));

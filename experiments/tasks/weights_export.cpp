@@ -8,8 +8,13 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "experiments/data/hf_tokenizer_files.h"
+#include "experiments/tasks/masked_lm_task.h"
 #include "experiments/tasks/task_factory.h"
+#include "models/bert.h"
+#include "models/hf_bert_config.h"
 #include "models/pytorch_names.h"
+#include "models/safetensors.h"
 #include "models/state_dict.h"
 
 namespace batchlab::experiments {
@@ -45,7 +50,61 @@ std::string choose_best(const train::CheckpointStore& store, const config::Exper
   return store.best_path();
 }
 
+std::string as_string(const std::vector<char>& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// Hugging Face's loaders refuse a safetensors file whose metadata does not say "pt".
+const std::map<std::string, std::string> kSafetensorsMetadata = {{"format", "pt"}};
+
+// The save_pretrained folder of a BERT run: what transformers writes for the same network.
+std::vector<ExportedFile> huggingface_files(const config::ModelConfig& model, train::Task& task,
+                                            const models::StateDict& entries) {
+  const auto* bert = dynamic_cast<const models::BertForPretraining*>(&task.model());
+  const auto* mlm = dynamic_cast<const MaskedLmTask*>(&task);
+  if (bert == nullptr || mlm == nullptr) {
+    throw InputError(fmt::format(
+        "--format hf: model.arch = \"{}\" is no BERT; a Hugging Face folder holds a BERT run "
+        "(model.arch = \"bert_*\"): export pt or safetensors instead",
+        model.arch));
+  }
+  if (model.norm_first) {
+    throw InputError(
+        "--format hf: the run used pre-LN blocks (model.norm_first = true), which Hugging Face's "
+        "BertModel (post-LN) does not compute; export pt or safetensors instead");
+  }
+  // save_pretrained leaves out the decoder tied to the embeddings (and its bias, tied to
+  // cls.predictions.bias): from_pretrained ties them again.
+  models::StateDict kept;
+  for (const auto& e : entries) {
+    if (e.first != "cls.predictions.decoder.weight" && e.first != "cls.predictions.decoder.bias") {
+      kept.push_back(e);
+    }
+  }
+  const std::string tokenizer = mlm->corpus().tokenizer->path();
+  const auto spm = data::read_sentencepiece_model_file(tokenizer);
+  const auto tok = data::hf_tokenizer_files(spm, tokenizer, bert->config().max_seq_len);
+  return {{"config.json", models::hf_bert_config_json(bert->config())},
+          {"model.safetensors", as_string(models::safetensors_bytes(kept, kSafetensorsMetadata))},
+          {"tokenizer.json", tok.tokenizer_json},
+          {"tokenizer_config.json", tok.tokenizer_config_json},
+          {"special_tokens_map.json", tok.special_tokens_map_json}};
+}
+
 }  // namespace
+
+ExportFormat export_format(const std::string& format, const std::string& out) {
+  if (format == "pt") return ExportFormat::pytorch;
+  if (format == "safetensors") return ExportFormat::safetensors;
+  if (format == "hf") return ExportFormat::huggingface;
+  if (format.empty()) {
+    return models::is_safetensors_path(out) ? ExportFormat::safetensors : ExportFormat::pytorch;
+  }
+  throw InputError(fmt::format(
+      "--format {}: expected pt (torch.save), safetensors or hf (a Hugging Face save_pretrained "
+      "folder of a BERT run)",
+      format));
+}
 
 std::string choose_checkpoint(const std::string& dir, const std::string& which,
                               const config::ExperimentConfig& config, const std::string& run_id) {
@@ -76,14 +135,24 @@ std::string choose_checkpoint(const std::string& dir, const std::string& which,
 }
 
 ExportedWeights export_weights(const config::ExperimentConfig& config, const std::string& run_id,
-                               const std::string& checkpoint_file) {
+                               const std::string& checkpoint_file, ExportFormat format) {
   config::ModelConfig model = config.model;
   model.init_from.clear();  // the weights come from the checkpoint
   const auto task = make_task(model, config.data, config.batch.bn_group, torch::kCPU);
   ExportedWeights exported;
   exported.step = train::load_model_weights(checkpoint_file, run_id, task->model());
   const models::StateDict entries = models::to_pytorch_state_dict(model.arch, task->model());
-  exported.bytes = models::state_dict_bytes(entries);
+  switch (format) {
+    case ExportFormat::pytorch:
+      exported.files = {{"", as_string(models::state_dict_bytes(entries))}};
+      break;
+    case ExportFormat::safetensors:
+      exported.files = {{"", as_string(models::safetensors_bytes(entries, kSafetensorsMetadata))}};
+      break;
+    case ExportFormat::huggingface:
+      exported.files = huggingface_files(model, *task, entries);
+      break;
+  }
   exported.tensors = static_cast<int64_t>(entries.size());
   exported.names = models::pytorch_naming(model.arch);
   exported.module = models::pytorch_module(model.arch, entries);

@@ -5,6 +5,12 @@
 // replaced for the small stem). Python reads the file with torch.load and load_state_dict(strict=
 // True) into that module.
 //
+// Three formats (--format): a torch.save file (pt), a .safetensors file (safetensors; the same
+// names and tensors, models/safetensors.h), and for BERT a Hugging Face save_pretrained folder
+// (hf): config.json (models/hf_bert_config.h), model.safetensors under the names save_pretrained
+// writes (the tied decoder left out, as transformers leaves it out) and the run's tokenizer as
+// tokenizer.json and its configs (experiments/data/hf_tokenizer_files.h).
+//
 // The model is rebuilt through the task factory, as `batchlab train` builds it, so its input size
 // and number of classes (or the tokenizer's vocabulary) come from the run's data set: export reads
 // the data set the run trained on (its sizes, not its examples' order).
@@ -29,20 +35,34 @@ namespace batchlab::experiments {
 std::string choose_checkpoint(const std::string& dir, const std::string& which,
                               const config::ExperimentConfig& config, const std::string& run_id);
 
+enum class ExportFormat { pytorch, safetensors, huggingface };
+
+// --format as given ("pt", "safetensors", "hf"), or, when "", the one `out`'s extension names
+// (.safetensors: safetensors; anything else: pt). InputError for another word.
+ExportFormat export_format(const std::string& format, const std::string& out);
+
+// One file of an export: its name inside the --out folder (hf) or "" (the file --out names).
+struct ExportedFile {
+  std::string name;
+  std::string bytes;
+};
+
 struct ExportedWeights {
   int64_t step = 0;                       // updates done when the checkpoint was written
   int64_t tensors = 0;                    // entries in the state_dict
   std::string names;                      // "torchvision", "huggingface" or "batchlab"
   std::optional<train::BestRecord> best;  // when the file was best.pt
   models::PytorchModule module;           // which PyTorch module takes them, and how to build it
-  std::vector<char> bytes;                // the state_dict file (models::state_dict_bytes)
+  std::vector<ExportedFile> files;        // what to write, in the chosen format
 };
 
 // Rebuilds run `run_id`'s model from `config` on the CPU (model.init_from is not read: the weights
 // come from the checkpoint), loads `checkpoint_file` (a CheckpointError when it is another run's
-// or damaged) and returns its state_dict under PyTorch names as the bytes of a torch.save file.
-// Writes nothing: the caller writes the bytes and the card together (core/atomic_file.h).
+// or damaged) and returns its state_dict under PyTorch names as the files of `format`. hf is for
+// BERT runs with post-LN blocks (model.norm_first = false: Hugging Face's BertModel is post-LN)
+// whose tokenizer is a SentencePiece unigram model; anything else is an InputError saying why.
+// Writes nothing: the caller writes the files and the card together (core/atomic_file.h).
 ExportedWeights export_weights(const config::ExperimentConfig& config, const std::string& run_id,
-                               const std::string& checkpoint_file);
+                               const std::string& checkpoint_file, ExportFormat format);
 
 }  // namespace batchlab::experiments

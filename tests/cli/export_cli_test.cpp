@@ -1,11 +1,12 @@
 // Weights in and out through the real binary, checked by PyTorch (issue 15): a torchvision
-// resnet18 and a Hugging Face-named BERT saved by Python start a run (model.init_from), the run
-// takes 0 training steps, `batchlab export` writes its weights, and Python loads them strictly and
+// resnet18 and a transformers BertForMaskedLM (a save_pretrained folder, issue 33) saved by Python
+// start a run (model.init_from), the run takes 0 training steps, `batchlab export` writes its
+// weights (the BERT as a save_pretrained folder, --format hf), and Python loads them strictly and
 // gets identical logits. Also: a new 10-class head on a torchvision checkpoint trains
 // (model.init_strict = false), bad files exit 2 naming the file and the tensor, the run id
 // follows the file's contents, and export refuses what it cannot do with exit 2.
 //
-// The peers (tests/cli/pytorch_interchange.py) run under the Python whose torch batchlab links
+// The peers (tests/cli/hf_interchange.py) run under the Python whose torch batchlab links
 // (test_paths::peer_python(): .venv/bin/python), so torch.save and batchlab read and write one
 // format.
 #include <gtest/gtest.h>
@@ -35,8 +36,7 @@ using testing::shell_quote;
 using testing::TempDir;
 using testing::write_fake_cifar10;
 
-const std::string kScript =
-    std::string(test_paths::source_dir()) + "/tests/cli/pytorch_interchange.py";
+const std::string kScript = std::string(test_paths::source_dir()) + "/tests/cli/hf_interchange.py";
 constexpr int kBertVocab = 300;
 constexpr int kBertPositions = 32;
 
@@ -60,7 +60,7 @@ class ExportCli : public ::testing::Test {
     dir_ = new TempDir("export");
     const auto save = [](const std::string& args) {
       const auto r = run_python(args);
-      if (r.exit_code != 0) python_problem_ += "pytorch_interchange.py " + args + ":\n" + r.output;
+      if (r.exit_code != 0) python_problem_ += "hf_interchange.py " + args + ":\n" + r.output;
       return r.exit_code;
     };
     if (save("save-resnet18 " + shell_quote(path("resnet18.pt")) + " " +
@@ -68,7 +68,7 @@ class ExportCli : public ::testing::Test {
       python_missing_ = true;
       return;
     }
-    save("save-bert " + shell_quote(path("bert.pt")) + " " + shell_quote(path("bert_io.pt")) + " " +
+    save("save-bert " + shell_quote(path("bert_hf")) + " " + shell_quote(path("bert_io.pt")) + " " +
          std::to_string(kBertVocab) + " " + std::to_string(kBertPositions));
     save("save-list " + shell_quote(path("list.pt")));
     save("save-torchscript " + shell_quote(path("scripted.pt")));
@@ -80,7 +80,7 @@ class ExportCli : public ::testing::Test {
   void SetUp() override {
     if (python_missing_) {
       FAIL() << test_paths::peer_python()
-             << " cannot import torch/torchvision: run "
+             << " cannot import torch/torchvision/timm/safetensors/transformers: run "
                 "bash scripts/setup.sh (it installs the pinned wheels into .venv/)";
     }
     ASSERT_TRUE(python_problem_.empty()) << python_problem_;
@@ -163,14 +163,14 @@ TEST_F(ExportCli, TorchvisionResNet18RoundTripsWithIdenticalLogits) {
   EXPECT_TRUE(card["metrics"]["final_eval"]["test_loss"].is_number()) << card.dump(2);
 }
 
-TEST_F(ExportCli, HuggingFaceNamedBertRoundTripsWithIdenticalLogits) {
+TEST_F(ExportCli, TransformersBertFolderRoundTripsWithIdenticalLogits) {
   data::testing::ScratchDir text("export-text");
   data::testing::write_text_corpus(text.path / "corpus", 10, 40);
   ::setenv("BATCHLAB_CACHE_DIR", (text / "cache").c_str(), 1);
   const auto config = write_config(
       "bert.toml", "[model]\narch = \"bert_tiny\"\nvocab_size = " + std::to_string(kBertVocab) +
                        "\nmax_seq_len = " + std::to_string(kBertPositions) + "\ninit_from = \"" +
-                       path("bert.pt") +
+                       path("bert_hf") +
                        "\"\n"
                        "[data]\ndataset = \"text\"\npath = \"" +
                        (text / "corpus") +
@@ -183,15 +183,20 @@ TEST_F(ExportCli, HuggingFaceNamedBertRoundTripsWithIdenticalLogits) {
   const auto trained = train(config, db);
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   const std::string id = run_id_of(trained.output);
-  const auto out = path("exported_bert.pt");
-  const auto exported = export_run(db, id, out);
+  ASSERT_NE(trained.output.find("all " /* every tensor came from the folder */), std::string::npos)
+      << trained.output;
+  const auto out = path("exported_bert");
+  const auto exported = export_run(db, id, out, " --format hf");
   ::unsetenv("BATCHLAB_CACHE_DIR");
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   EXPECT_NE(exported.output.find("huggingface names"), std::string::npos) << exported.output;
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json",
+                           "tokenizer_config.json", "batchlab_card.json"}) {
+    EXPECT_TRUE(fs::exists(fs::path(out) / file)) << file;
+  }
 
   const auto check =
-      run_python("check-bert " + shell_quote(out) + " " + shell_quote(path("bert_io.pt")) + " " +
-                 std::to_string(kBertVocab) + " " + std::to_string(kBertPositions));
+      run_python("check-bert " + shell_quote(out) + " " + shell_quote(path("bert_io.pt")));
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(check.output.find("OK bert"), std::string::npos) << check.output;
 }
