@@ -79,6 +79,10 @@ void summarize(const std::vector<const RunRecord*>& selected, const ReportOption
     if (r->final_gap_loss) gap_loss.push_back(*r->final_gap_loss);
     if (const auto v = selection_value(*r, options.select_by)) chosen_on.push_back(*v);
     if (r->train_s) train_s.push_back(*r->train_s);
+    if (r->chance_acc && r->final_acc && *r->final_acc <= *r->chance_acc) {
+      ++row.at_chance;
+      row.chance_acc = r->chance_acc;
+    }
   }
   for (const RunRecord* r : selected) {
     if (r->peak_lr) peak.push_back(*r->peak_lr);

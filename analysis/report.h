@@ -83,6 +83,10 @@ struct ReportRow {
   std::optional<double> peak_lr;  // its peak LR (mean: equal for equal batch and rule)
   std::string lr_edge;            // "", "low" or "high": the selected LR sits at the grid's edge
   std::string selection_note;     // why no LR was selected ("" when one was or none was needed)
+  // The selected LR's done runs whose final test accuracy is at or below chance (runs.chance_acc,
+  // 1 / classes), and that chance level: a run that learned nothing, noted in the table.
+  int at_chance = 0;
+  std::optional<double> chance_acc;
   Stat final_metric, best_metric, gap_acc, gap_loss;  // over the selected LR's done runs
   Stat selection_metric;  // the validation metric the LR was chosen on, over the same runs
   Stat train_s;           // the training clock at the end of the selected LR's done runs

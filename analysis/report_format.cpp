@@ -77,6 +77,8 @@ nlohmann::json row_json(const Report& report, const ReportRow& row) {
   r["peak_lr"] = row.peak_lr ? nlohmann::json(*row.peak_lr) : nlohmann::json(nullptr);
   r["lr_edge"] = row.lr_edge;
   r["selection_note"] = row.selection_note;
+  r["at_chance"] = row.at_chance;
+  r["chance_acc"] = row.chance_acc ? nlohmann::json(*row.chance_acc) : nlohmann::json(nullptr);
   r["selection_metric"] = stat_json(row.selection_metric);
   r["train_s"] = stat_json(row.train_s);
   r["statuses"] = row.statuses;
@@ -155,6 +157,11 @@ results::QueryResult report_table(const Report& report) {
     if (row.unfinished > 0) notes.push_back(fmt::format("{} unfinished", row.unfinished));
     if (!row.lr_edge.empty()) notes.push_back("best LR at " + row.lr_edge + " edge");
     if (!row.selection_note.empty()) notes.push_back(row.selection_note);
+    if (row.at_chance > 0) {
+      notes.push_back(fmt::format("{} run{} at or below chance ({:.1f}% test accuracy)",
+                                  row.at_chance, row.at_chance == 1 ? "" : "s",
+                                  100.0 * *row.chance_acc));
+    }
     b.text("note", fmt::format("{}", fmt::join(notes, "; ")));
     b.end_row();
   }

@@ -127,9 +127,10 @@ std::vector<RunRecord> read_runs(const std::string& db_path, const std::vector<s
   const auto columns = table_columns(db_path, "runs");
   const std::set<std::string> column_set(columns.begin(), columns.end());
   std::string select = "SELECT r.run_id, r.status, r.seed, r.base_lr, r.peak_lr, r.config_toml, " +
-                       column_or_null(column_set, "r", "train_s");
+                       column_or_null(column_set, "r", "train_s") + ", " +
+                       column_or_null(column_set, "r", "chance_acc");
   for (const auto& c : descriptor_columns()) select += ", r." + c;
-  constexpr size_t kDescriptors = 7;  // first result column of the descriptors
+  constexpr size_t kDescriptors = 8;  // first result column of the descriptors
   const KeyColumns key_cols =
       key_columns(keys, columns, static_cast<int>(kDescriptors + descriptor_columns().size()));
   const auto runs =
@@ -147,6 +148,7 @@ std::vector<RunRecord> read_runs(const std::string& db_path, const std::vector<s
     run.base_lr = to_number(row[3]);
     run.peak_lr = to_number(row[4]);
     run.train_s = to_number(row[6]);
+    run.chance_acc = to_number(row[7]);
     for (size_t d = 0; d < descriptor_columns().size(); ++d) {
       run.descriptors[descriptor_columns()[d]] = row[kDescriptors + d].value_or("");
     }

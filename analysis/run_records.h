@@ -26,8 +26,9 @@ struct RunRecord {
   std::optional<int64_t> seed;
   std::optional<double> base_lr;
   std::optional<double> peak_lr;
-  std::optional<double> train_s;  // the training clock when the run last reported
-  std::vector<std::string> key;   // values of the requested keys, "" when absent
+  std::optional<double> train_s;     // the training clock when the run last reported
+  std::optional<double> chance_acc;  // 1 / classes of a classifier (schema v7); absent otherwise
+  std::vector<std::string> key;      // values of the requested keys, "" when absent
   // Columns of the runs table that describe the setting (model, dataset, optimizer, scaling,
   // global_batch, micro_batch, world_size), for the "constant parameters" line.
   std::map<std::string, std::string> descriptors;

@@ -43,6 +43,7 @@ void SqliteReporter::run_started(const train::RunGeometry& g) {
   row.steps_per_epoch = g.steps_per_epoch;
   row.total_steps = g.total_steps;
   row.samples_dropped_per_epoch = g.samples_dropped_per_epoch;
+  row.chance_acc = g.chance_acc;
   writer_->with_store([&](results::Store& store) { store.upsert_run(row); });
 }
 

@@ -269,7 +269,7 @@ const std::vector<std::string>& RowCodec<RunRow>::columns() {
                                                 "total_steps",  "samples_dropped_per_epoch",
                                                 "last_step",    "train_s",
                                                 "stop_reason",  "scheduler_job",
-                                                "started_over"};
+                                                "started_over", "chance_acc"};
   return cols;
 }
 
@@ -281,7 +281,7 @@ void RowCodec<RunRow>::bind(Statement& stmt, const RunRow& row) {
       row.host)(row.device)(row.git_sha)(row.torch_version)(row.started_at)(row.finished_at)(
       row.threads)(row.bn_group)(row.train_size)(row.steps_per_epoch)(row.total_steps)(
       row.samples_dropped_per_epoch)(row.last_step)(row.train_s)(row.stop_reason)(
-      row.scheduler_job)(row.started_over);
+      row.scheduler_job)(row.started_over)(row.chance_acc);
 }
 
 RunRow RowCodec<RunRow>::read(const Statement& stmt, const std::string& /*db_path*/) {
@@ -322,6 +322,7 @@ RunRow RowCodec<RunRow>::read(const Statement& stmt, const std::string& /*db_pat
   row.stop_reason = r.opt_text();
   row.scheduler_job = r.opt_text();
   row.started_over = r.opt_text();
+  row.chance_acc = r.opt_double();
   return row;
 }
 

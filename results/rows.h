@@ -77,6 +77,9 @@ struct RunRow {
   // the attempt that started over; a write without it keeps the stored one, since the recorded
   // series begins there.
   std::optional<std::string> started_over;
+  // Schema version 7: the accuracy of guessing (1 / classes of a classifier); nullopt for a task
+  // without one (masked-LM accuracy has no single chance level).
+  std::optional<double> chance_acc;
   // Schema version 2: the physical batch, data accounting and the training clock.
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> bn_group;

@@ -29,6 +29,7 @@ struct RunGeometry {
   double peak_lr = 0.0;
   int64_t threads = 1;
   std::string device;
+  std::optional<double> chance_acc;  // Task::chance_accuracy
 };
 
 struct StepRecord {

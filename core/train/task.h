@@ -102,6 +102,11 @@ class Task {
   // autotune its kernels once per shape (cuDNN benchmark mode, core/train/device.h). Tasks whose
   // shapes change during training (BERT's two-phase sequence length) keep the default.
   virtual bool fixed_input_shapes() const { return false; }
+
+  // The accuracy of guessing a class uniformly (1 / classes) for a classifier, recorded with the
+  // run so that a report can say when a run ended at or below it; nullopt where accuracy has no
+  // single chance level (masked-LM accuracy over a vocabulary of unequal frequencies).
+  virtual std::optional<double> chance_accuracy() const { return std::nullopt; }
 };
 
 }  // namespace batchlab::train

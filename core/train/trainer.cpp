@@ -77,6 +77,7 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   geometry_.total_steps = schedule_->total_steps();
   geometry_.budgeted = schedule_->budgeted();
   geometry_.samples_dropped_per_epoch = batch_.dropped_per_epoch;
+  geometry_.chance_acc = task_.chance_accuracy();
   geometry_.warmup_steps = schedule_->warmup_steps();
   geometry_.peak_lr = peak;
   geometry_.threads = at::get_num_threads();  // as the caller set the pool

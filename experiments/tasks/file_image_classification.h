@@ -37,6 +37,10 @@ class FileImageClassificationTask : public train::Task {
   train::BatchOutput forward(const train::Batch& batch) override;
   bool fixed_input_shapes() const override { return true; }  // S x S crops, fixed batches
   void plan_batches(const train::BatchPlan& plan) override;
+  std::optional<double> chance_accuracy() const override {
+    if (source_->class_names().empty()) return std::nullopt;
+    return 1.0 / static_cast<double>(source_->class_names().size());
+  }
 
   data::BatchLoader& loader() { return *loader_; }
   const data::ImageSource& source() const { return *source_; }

@@ -30,6 +30,10 @@ class ImageClassificationTask : public train::Task {
                           std::optional<uint64_t> augment_seed) override;
   train::BatchOutput forward(const train::Batch& batch) override;
   bool fixed_input_shapes() const override { return true; }  // S x S crops, fixed batches
+  std::optional<double> chance_accuracy() const override {
+    if (dataset_.num_classes < 1) return std::nullopt;
+    return 1.0 / static_cast<double>(dataset_.num_classes);
+  }
 
   const data::ImageDataset& dataset() const { return dataset_; }
   const train::ValidationSplit& validation_split() const { return validation_; }

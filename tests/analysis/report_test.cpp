@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "results/query.h"
+#include "tests/analysis/hand_db.h"
 #include "tests/analysis/mini_sweep.h"
 #include "tests/cli/cli_runner.h"
 
@@ -184,6 +186,36 @@ TEST(Report, AbsentValuesAreEmptyCellsInTheTableToo) {
   const auto column = header - r.output.rfind('\n', header) - 1;
   ASSERT_GT(first_row.size(), column + 11) << r.output;
   EXPECT_EQ(first_row.substr(column, 11), std::string(11, ' ')) << r.output;
+}
+
+// Every run records the accuracy of guessing (runs.chance_acc: 1 / 10 classes of the synthetic
+// task), and a group whose selected runs end at or below it says so in its note.
+TEST(Report, RunsAtOrBelowChanceAccuracyAreNoted) {
+  const std::string source = testing::mini_sweep_db();
+  EXPECT_EQ(sql_number(source, "SELECT count(*) FROM runs WHERE abs(chance_acc - 0.1) > 1e-12"),
+            0.0);
+  EXPECT_GT(sql_number(source, "SELECT count(*) FROM runs WHERE chance_acc = 0.1"), 0.0);
+  cli::testing::TempDir tmp;
+  const std::string db = tmp.file("chance.db");
+  std::filesystem::copy_file(source, db);
+  // A chance level above every accuracy for one group: all its runs end "at or below" it.
+  testing::HandDb(db).exec(
+      "UPDATE runs SET chance_acc = 1.0 WHERE optimizer = 'sgd' AND global_batch = 64");
+  const auto j = report_json(db, "--group-by optimizer,global_batch");
+  int noted = 0;
+  for (const auto& row : j["rows"]) {
+    const bool chosen = row["key"]["optimizer"] == "sgd" && row["key"]["global_batch"] == "64";
+    EXPECT_EQ(row["at_chance"].get<int>() > 0, chosen) << row.dump();
+    if (chosen) {
+      ++noted;
+      EXPECT_EQ(row["at_chance"].get<int>(), row["final"]["n"].get<int>());
+    }
+  }
+  EXPECT_EQ(noted, 1);
+  const auto table =
+      run_batchlab("report --db " + shell_quote(db) + " --group-by optimizer,global_batch");
+  EXPECT_NE(table.output.find("at or below chance (100.0% test accuracy)"), std::string::npos)
+      << table.output;
 }
 
 TEST(Report, BadInputIsExit2WithTheFix) {

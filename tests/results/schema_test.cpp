@@ -107,6 +107,13 @@ const std::map<std::string, std::vector<std::string>>& version6_additions() {
   return added;
 }
 
+const std::map<std::string, std::vector<std::string>>& version7_additions() {
+  static const std::map<std::string, std::vector<std::string>> added = {
+      {"runs", {"chance_acc"}},
+  };
+  return added;
+}
+
 const std::map<std::string, std::vector<std::string>>& study_tables() {
   static const std::map<std::string, std::vector<std::string>> tables = {
       {"study_cells",
@@ -129,7 +136,7 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
     std::vector<std::string> expected = contract;
     for (const auto* additions :
          {&version2_additions(), &version3_additions(), &version4_additions(),
-          &version5_additions(), &version6_additions()}) {
+          &version5_additions(), &version6_additions(), &version7_additions()}) {
       auto added = additions->find(table);
       if (added != additions->end()) {
         expected.insert(expected.end(), added->second.begin(), added->second.end());
@@ -141,7 +148,7 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
     EXPECT_EQ(columns_of(db, table), columns) << table;
   }
   EXPECT_EQ(db.integer("PRAGMA user_version"), latest_schema_version());
-  EXPECT_EQ(latest_schema_version(), 6);
+  EXPECT_EQ(latest_schema_version(), 7);
   EXPECT_EQ(db.value("PRAGMA journal_mode"), "wal");
 }
 
@@ -261,6 +268,7 @@ TEST(Schema, MigratesVersion2FileToVersion3WithRowsIntact) {
   EXPECT_FALSE(evals[0].val_acc.has_value());
   EXPECT_EQ(store.get_run("r1")->total_steps, 8);
   EXPECT_FALSE(store.get_run("r1")->started_over.has_value());  // version 6, empty
+  EXPECT_FALSE(store.get_run("r1")->chance_acc.has_value());    // version 7, empty
   EXPECT_TRUE(store.read_study_cells().empty());
 
   EvalRow next = evals[0];
