@@ -127,40 +127,19 @@ bench_bert() {
     "${threads[@]}" >"$out/bench_bert.json"
 }
 
-# The same model, batch, precision and optimizer as bench_resnet50, through the trainer.
+# The same model, batch, precision and optimizer as bench_resnet50, through the trainer, on
+# experiments/configs/resnet50_synthetic.toml (the rehearsal shrinks it with --set).
 train_synthetic() {
   local size=${train_size[0]} batch=${train_size[1]} classes=${train_size[2]}
   local n=${train_size[3]} nsteps=${train_size[4]}
-  local arch=resnet50 precision=bf16 extra=""
-  if ((rehearse)); then precision=fp32; extra="threads = 1"; fi
+  local sets=(--set "data.synthetic_size=$size" --set "data.synthetic_classes=$classes"
+    --set "batch.global=$batch" --set "data.train_size=$n" --set "data.test_size=$batch"
+    --set "data.eval_train_samples=$batch" --set "schedule.steps=$nsteps"
+    --set "train.device=$device")
+  if ((rehearse)); then sets+=(--set train.precision=fp32 --set train.threads=1); fi
   rm -f "$out/train.db"
-  cat >"$out/train_synthetic.toml" <<TOML
-schema_version = 1
-[model]
-arch = "$arch"
-[data]
-dataset = "synthetic"
-synthetic_channels = 3
-synthetic_size = $size
-synthetic_classes = $classes
-train_size = $n
-test_size = $batch
-eval_train_samples = $batch
-[batch]
-global = $batch
-[optim]
-name = "lars"
-base_lr = 0.1
-weight_decay = 5e-5
-[schedule]
-steps = $nsteps
-[train]
-precision = "$precision"
-device = "$device"
-eval_every = 1000
-$extra
-TOML
-  "$build"/batchlab train "$out/train_synthetic.toml" --db "$out/train.db" &&
+  "$build"/batchlab train experiments/configs/resnet50_synthetic.toml --db "$out/train.db" \
+    "${sets[@]}" &&
     "$build"/batchlab query --db "$out/train.db" --format json \
       "SELECT step, samples_per_s FROM steps ORDER BY step" >"$out/train_steps.json"
 }
