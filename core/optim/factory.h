@@ -78,8 +78,9 @@ class TrainingOptimizer {
 
   // Trust ratio applied to each parameter in the last step, in the order of the NamedParameters
   // given to make_optimizer: 0-dim float64 tensors (copies), undefined for optimizers without trust
-  // ratios, parameters not adapted, and parameters not stepped yet. Stacking them and reading once
-  // is one sync.
+  // ratios, parameters not adapted, and parameters not stepped yet. On the CPU (free to read) after
+  // the fused and multi-tensor steps; after per-tensor steps on the device, where stacking them
+  // and reading once is one sync (core/train/layer_stats.cpp does).
   std::vector<at::Tensor> last_trust_ratios() const;
 
  private:
