@@ -30,6 +30,13 @@ struct DataConfig {
   double min_scale = 0.08;
   bool skip_corrupt = false;
   int64_t prefetch = 4;  // batches queued ahead by the loader threads
+  // The synthetic data set's shape (generated in memory, experiments/data/synthetic_images.h):
+  // channels x size x size images of `synthetic_classes` classes; 0 = its Fashion-MNIST-like
+  // default (1 x 28 x 28, 10 classes). 3, 224 and 1000 give ImageNet's shape, so `train` can be
+  // timed against `batchlab bench` on the same model and batch. Only with dataset = "synthetic".
+  int64_t synthetic_channels = 0;
+  int64_t synthetic_size = 0;
+  int64_t synthetic_classes = 0;
   // Text (BERT pretraining): tokens per sequence; a second phase at seq_len_phase2 for the last
   // phase2_fraction of training (BERT and the LAMB paper: 128, then 512 for the last 10%; 0 = off);
   // MLM selection probability; sentence pairs with a next-sentence label; the SentencePiece model

@@ -34,6 +34,11 @@ struct OptimConfig {
   bool trust_clip = false;
   bool always_adapt = false;
   bool lr_in_momentum = false;  // LARS: LR inside the momentum buffer (paper, MLPerf) or outside
+  // LARS/LAMB step code (core/optim/lars.h, lamb.h): "auto" = fused loops on CPU tensors, ATen's
+  // multi-tensor ops elsewhere; "foreach" = the multi-tensor ops on every device (what a GPU runs,
+  // on the CPU too); "per_tensor" = one op sequence per tensor (the reference). Same arithmetic.
+  // Ignored by the other optimizers (LibTorch's own).
+  std::string implementation = "auto";
   bool bias_correction = true;  // LAMB/Adam
   bool grad_averaging = true;   // LAMB
   double grad_clip = 0.0;  // global-norm clipping; resolved: 1.0 for lamb when absent, else 0 (off)

@@ -13,6 +13,10 @@ const std::vector<std::string>& optimizer_names() {
                                                  "adamw", "lars",     "lamb"};
   return names;
 }
+const std::vector<std::string>& implementation_names() {
+  static const std::vector<std::string> names = {"auto", "foreach", "per_tensor"};
+  return names;
+}
 const std::vector<std::string>& scaling_names() {
   static const std::vector<std::string> names = {"none", "linear", "sqrt"};
   return names;
@@ -144,6 +148,17 @@ Table<DataConfig> data_table() {
       field("seq_len", &DataConfig::seq_len, both(greater_than(0), max_seq_len())),
       field("seq_len_phase2", &DataConfig::seq_len_phase2, both(at_least(0), max_seq_len())),
       field("skip_corrupt", &DataConfig::skip_corrupt),
+      // Added after the first recorded runs: written only when used (field_table.h). 0 = the
+      // synthetic default; the rules that need the data set and the generator's minimums:
+      // validation.cpp (validate_synthetic).
+      field_omitted_at_default(
+          "synthetic_channels", &DataConfig::synthetic_channels,
+          both(at_least(0), at_most(4, "image channels: 1 (grey), 3 (RGB) or 4 (RGBA)"))),
+      field_omitted_at_default(
+          "synthetic_classes", &DataConfig::synthetic_classes,
+          both(at_least(0), max_classes("the head holds features x classes weights"))),
+      field_omitted_at_default("synthetic_size", &DataConfig::synthetic_size,
+                               both(at_least(0), max_image_size())),
       field("test_size", &DataConfig::test_size, both(at_least(0), max_samples())),
       field("tokenizer", &DataConfig::tokenizer),
       field("train_size", &DataConfig::train_size, both(at_least(0), max_samples())),
@@ -183,6 +198,9 @@ Table<OptimConfig> optim_table() {
       derived_field("grad_clip", &OptimConfig::grad_clip, default_grad_clip, at_least(0)),
       field("grad_averaging", &OptimConfig::grad_averaging),
       field("groups", &OptimConfig::groups, NoRule{}, table_list(group_table())),
+      // Added after the first recorded runs: written only when used (field_table.h).
+      field_omitted_at_default("implementation", &OptimConfig::implementation,
+                               one_of(implementation_names())),
       field("lr_in_momentum", &OptimConfig::lr_in_momentum),
       field("momentum", &OptimConfig::momentum, kUnitHalfOpen),
       field("name", &OptimConfig::name, one_of(optimizer_names())),

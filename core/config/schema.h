@@ -41,6 +41,7 @@ const std::vector<std::string>& known_key_paths();
 
 // Valid names of the enumerated keys, for messages and for other components that list them.
 const std::vector<std::string>& optimizer_names();
+const std::vector<std::string>& implementation_names();
 const std::vector<std::string>& scaling_names();
 const std::vector<std::string>& decay_names();
 const std::vector<std::string>& precision_names();

@@ -261,6 +261,16 @@ void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
             "Nesterov off",
             optim.name == "nesterov" ? "optim.name = \"nesterov\"" : "optim.nesterov = true")));
   }
+  const auto& impls = implementation_names();
+  const bool known = std::find(impls.begin(), impls.end(), optim.implementation) != impls.end();
+  if (known && optim.implementation != "auto" && optim.name != "lars" && optim.name != "lamb" &&
+      keys_intact(read, {"optim.implementation", "optim.name"})) {
+    out.push_back(diagnostic(
+        "optim.implementation", format_string(optim.implementation),
+        fmt::format("chooses the step code of lars and lamb only; optim.name = \"{}\" is "
+                    "LibTorch's own: remove the key or set it to \"auto\"",
+                    optim.name)));
+  }
 }
 
 void validate_text(const ModelConfig& model, const DataConfig& data, std::vector<Diagnostic>& out,
@@ -296,6 +306,34 @@ void validate_text(const ModelConfig& model, const DataConfig& data, std::vector
                                            "shorten {}",
                                            model.max_seq_len, key)));
     }
+  }
+}
+
+void validate_synthetic(const DataConfig& data, std::vector<Diagnostic>& out,
+                        const ReadContext* read) {
+  const std::pair<const char*, int64_t> keys[] = {
+      {"data.synthetic_channels", data.synthetic_channels},
+      {"data.synthetic_size", data.synthetic_size},
+      {"data.synthetic_classes", data.synthetic_classes}};
+  for (const auto& [key, value] : keys) {
+    if (value != 0 && data.dataset != "synthetic" && keys_intact(read, {key, "data.dataset"})) {
+      out.push_back(diagnostic(key, format_integer(value),
+                               fmt::format("only the synthetic data set is generated to a shape; "
+                                           "data.dataset = \"{}\" has its own: remove the key "
+                                           "or set dataset = \"synthetic\"",
+                                           data.dataset)));
+    }
+  }
+  // The generator's minimums (experiments/data/synthetic_images.h): its strokes keep 4 pixels
+  // from the border, and a classifier needs two classes.
+  if (data.synthetic_size > 0 && data.synthetic_size < 8 &&
+      keys_intact(read, {"data.synthetic_size"})) {
+    out.push_back(diagnostic("data.synthetic_size", format_integer(data.synthetic_size),
+                             "must be 0 (28) or at least 8 pixels"));
+  }
+  if (data.synthetic_classes == 1 && keys_intact(read, {"data.synthetic_classes"})) {
+    out.push_back(diagnostic("data.synthetic_classes", "1",
+                             "must be 0 (10) or at least 2: one class is nothing to classify"));
   }
 }
 
@@ -386,6 +424,7 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
   validate_schedule(config.schedule, out, read);
   validate_optim(config.optim, out, read);
   validate_text(config.model, config.data, out, read);
+  validate_synthetic(config.data, out, read);
   validate_targets(config, out, read);
   validate_registries(config, options, out);
   validate_learning_rates(config, out, read);

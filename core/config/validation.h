@@ -41,6 +41,9 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
                        const ReadContext* read = nullptr);
 void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
                     const ReadContext* read = nullptr);
+// data.synthetic_*: only with the synthetic data set, and within the generator's minimums.
+void validate_synthetic(const DataConfig& data, std::vector<Diagnostic>& out,
+                        const ReadContext* read = nullptr);
 void validate_text(const ModelConfig& model, const DataConfig& data, std::vector<Diagnostic>& out,
                    const ReadContext* read = nullptr);
 void validate_targets(const ExperimentConfig& config, std::vector<Diagnostic>& out,

@@ -56,7 +56,9 @@ std::unique_ptr<torch::optim::OptimizerOptions> group_options(const config::Opti
                                              .trust_clip(c.trust_clip)
                                              .always_adapt(c.always_adapt)
                                              .adapt(adapt)
-                                             .lr_in_momentum(c.lr_in_momentum));
+                                             .lr_in_momentum(c.lr_in_momentum)
+                                             .fused(c.implementation == "auto")
+                                             .foreach (c.implementation != "per_tensor"));
   }
   return std::make_unique<LambOptions>(LambOptions(lr)
                                            .betas(betas)
@@ -67,7 +69,9 @@ std::unique_ptr<torch::optim::OptimizerOptions> group_options(const config::Opti
                                            .max_grad_norm(c.grad_clip)
                                            .trust_clip(c.trust_clip)
                                            .always_adapt(c.always_adapt)
-                                           .adapt(adapt));
+                                           .adapt(adapt)
+                                           .fused(c.implementation == "auto")
+                                           .foreach (c.implementation != "per_tensor"));
 }
 
 template <class Options>
@@ -80,13 +84,14 @@ Options defaults_of(const config::OptimConfig& c, double lr) {
 TrainingOptimizer::TrainingOptimizer(std::string name,
                                      std::unique_ptr<torch::optim::Optimizer> optimizer,
                                      std::vector<Group> groups, std::vector<at::Tensor> params,
-                                     double grad_clip, Roles roles)
+                                     double grad_clip, Roles roles, bool host_grad_norm)
     : name_(std::move(name)),
       optimizer_(std::move(optimizer)),
       groups_(std::move(groups)),
       params_(std::move(params)),
       grad_clip_(grad_clip),
-      roles_(roles) {
+      roles_(roles),
+      host_grad_norm_(host_grad_norm) {
   for (const auto& group : optimizer_->param_groups()) {
     stepped_.insert(stepped_.end(), group.params().begin(), group.params().end());
   }
@@ -119,7 +124,9 @@ void TrainingOptimizer::zero_grad() {
   }
 }
 
-GradNorm TrainingOptimizer::grad_norm() const { return global_grad_norm(stepped_); }
+GradNorm TrainingOptimizer::grad_norm() const {
+  return global_grad_norm(stepped_, host_grad_norm_);
+}
 
 std::vector<at::Tensor> TrainingOptimizer::last_trust_ratios() const {
   std::vector<at::Tensor> out(params_.size());
@@ -191,7 +198,8 @@ std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& opt
   in_order.reserve(params.size());
   for (const NamedParameter& p : params) in_order.push_back(p.tensor);
   auto out = std::make_unique<TrainingOptimizer>(n, std::move(opt), std::move(groups),
-                                                 std::move(in_order), optim.grad_clip, roles);
+                                                 std::move(in_order), optim.grad_clip, roles,
+                                                 !trust || optim.implementation == "auto");
   out->set_lr(peak_lr);
   return out;
 }

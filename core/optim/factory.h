@@ -6,6 +6,7 @@
 //   config adamw     torch::optim::AdamW, decoupled weight decay lars      batchlab::optim::Lars
 //   (lars.h) lamb      batchlab::optim::Lamb (lamb.h), clipping by global norm itself
 //   (optim.grad_clip)
+// optim.implementation picks LARS's and LAMB's step code (fused / foreach / per-tensor: lars.h).
 // Parameter groups come from the ordered rules of param_groups.h; every group gets its FULL options
 // set explicitly (LibTorch 1.13's add_param_group copies missing options from the defaults, later
 // versions changed that, so nothing is left to it). A group's LR is the scheduled LR times its
@@ -43,9 +44,11 @@ class TrainingOptimizer {
     ClipsByGlobalNorm* clips_itself = nullptr;       // LAMB
   };
 
+  // host_grad_norm: grad_norm() of CPU gradients summed by the fused host loops (false: kept on
+  // the device as on a GPU, for optim.implementation = "foreach" / "per_tensor").
   TrainingOptimizer(std::string name, std::unique_ptr<torch::optim::Optimizer> optimizer,
                     std::vector<Group> groups, std::vector<at::Tensor> params, double grad_clip,
-                    Roles roles);
+                    Roles roles, bool host_grad_norm = true);
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
@@ -75,8 +78,9 @@ class TrainingOptimizer {
 
   // Trust ratio applied to each parameter in the last step, in the order of the NamedParameters
   // given to make_optimizer: 0-dim float64 tensors (copies), undefined for optimizers without trust
-  // ratios, parameters not adapted, and parameters not stepped yet. Stacking them and reading once
-  // is one sync.
+  // ratios, parameters not adapted, and parameters not stepped yet. On the CPU (free to read) after
+  // the fused and multi-tensor steps; after per-tensor steps on the device, where stacking them
+  // and reading once is one sync (core/train/layer_stats.cpp does).
   std::vector<at::Tensor> last_trust_ratios() const;
 
  private:
@@ -87,6 +91,7 @@ class TrainingOptimizer {
   std::vector<at::Tensor> stepped_;  // every group's parameters: each tensor once
   double grad_clip_ = 0.0;
   Roles roles_;
+  bool host_grad_norm_ = true;
   double lr_ = 0.0;
 };
 

@@ -20,18 +20,16 @@ std::vector<at::Tensor> defined_grads(const std::vector<at::Tensor>& params) {
 
 }  // namespace
 
-GradNorm global_grad_norm(const std::vector<at::Tensor>& params) {
+GradNorm global_grad_norm(const std::vector<at::Tensor>& params, bool on_host) {
   const std::vector<at::Tensor> grads = defined_grads(params);
   GradNorm out;
   if (grads.empty()) return out;
-  bool host = true;
+  bool host = on_host;
   for (const at::Tensor& g : grads) host = host && detail::fusable({&g});
   if (!host) {
-    // Per-tensor norms stay on the device; one more norm of their stack gives the global one.
-    std::vector<at::Tensor> norms;
-    norms.reserve(grads.size());
-    for (const at::Tensor& g : grads) norms.push_back(at::linalg_vector_norm(g).to(at::kDouble));
-    out.norm = at::linalg_vector_norm(at::stack(norms));
+    // Per-tensor norms stay on the device (one multi-tensor op); one more norm of their stack
+    // gives the global one.
+    out.norm = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads)).to(at::kDouble));
     return out;
   }
   std::vector<int64_t> numels;

@@ -19,8 +19,11 @@ struct GradNorm {
   std::optional<double> host;  // the same value when it was computed on the host (free to read)
 };
 
-// Global L2 norm of the defined gradients of `params`.
-GradNorm global_grad_norm(const std::vector<at::Tensor>& params);
+// Global L2 norm of the defined gradients of `params`. With `on_host` (the default) CPU gradients
+// are summed by the fused host loops and `host` is set; otherwise, and for gradients on any other
+// device, the norm stays a device tensor: one _foreach_norm over all gradients and the norm of
+// their stack, a few kernel launches whatever the number of tensors, and no host read.
+GradNorm global_grad_norm(const std::vector<at::Tensor>& params, bool on_host = true);
 
 // The factor gradients are divided by: max(N / max_norm, 1), as a host value when N.host is set,
 // else as a 0-dim tensor. max_norm must be > 0.

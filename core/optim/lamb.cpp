@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/optim/foreach_lamb.h"
 #include "core/optim/fused_kernels.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/group_options.h"
@@ -24,7 +25,7 @@ bool operator==(const LambOptions& a, const LambOptions& b) {
          a.weight_decay() == b.weight_decay() && a.bias_correction() == b.bias_correction() &&
          a.grad_averaging() == b.grad_averaging() && a.max_grad_norm() == b.max_grad_norm() &&
          a.trust_clip() == b.trust_clip() && a.always_adapt() == b.always_adapt() &&
-         a.adapt() == b.adapt() && a.fused() == b.fused();
+         a.adapt() == b.adapt() && a.fused() == b.fused() && a.foreach () == b.foreach ();
 }
 
 void LambOptions::serialize(torch::serialize::OutputArchive& archive) const {
@@ -39,6 +40,7 @@ void LambOptions::serialize(torch::serialize::OutputArchive& archive) const {
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(always_adapt);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(adapt);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(fused);
+  _TORCH_OPTIM_SERIALIZE_TORCH_ARG(foreach);
 }
 
 void LambOptions::serialize(torch::serialize::InputArchive& archive) {
@@ -53,6 +55,11 @@ void LambOptions::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, always_adapt);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, adapt);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, fused);
+  // Added later: checkpoints written before it have no entry and get the default.
+  c10::IValue foreach_value;
+  if (archive.try_read("foreach", foreach_value))
+    foreach (foreach_value.toBool())
+      ;
 }
 
 bool operator==(const LambParamState& a, const LambParamState& b) {
@@ -77,6 +84,32 @@ void LambParamState::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, trust_ratio);
 }
 
+namespace detail {
+
+kernels::LambScalars lamb_scalars(const LambOptions& o, int64_t t, double grad_scale) {
+  const auto [b1, b2] = o.betas();
+  kernels::LambScalars s;
+  s.grad_scale = grad_scale;
+  s.beta1 = b1;
+  s.beta3 = o.grad_averaging() ? 1.0 - b1 : 1.0;
+  s.beta2 = b2;
+  const double bc1 = o.bias_correction() ? 1.0 - std::pow(b1, static_cast<double>(t)) : 1.0;
+  const double bc2 = o.bias_correction() ? 1.0 - std::pow(b2, static_cast<double>(t)) : 1.0;
+  s.inv_bc1 = 1.0 / bc1;
+  s.inv_sqrt_bc2 = 1.0 / std::sqrt(bc2);
+  s.eps = o.eps();
+  s.weight_decay = o.weight_decay();
+  return s;
+}
+
+double lamb_trust_ratio(const LambOptions& o, double w_norm, double r_norm) {
+  double ratio = (w_norm > 0.0 && r_norm > 0.0) ? w_norm / r_norm : 1.0;
+  if (o.trust_clip()) ratio = std::min(ratio, 1.0);
+  return ratio;
+}
+
+}  // namespace detail
+
 namespace {
 
 void validate(const LambOptions& o) {
@@ -97,33 +130,10 @@ void validate(const LambOptions& o) {
 
 bool adapted(const LambOptions& o) { return o.adapt() || o.always_adapt(); }
 
-// Scalars of one parameter's update at its step t (already incremented).
-kernels::LambScalars scalars(const LambOptions& o, int64_t t, double grad_scale) {
-  const auto [b1, b2] = o.betas();
-  kernels::LambScalars s;
-  s.grad_scale = grad_scale;
-  s.beta1 = b1;
-  s.beta3 = o.grad_averaging() ? 1.0 - b1 : 1.0;
-  s.beta2 = b2;
-  const double bc1 = o.bias_correction() ? 1.0 - std::pow(b1, static_cast<double>(t)) : 1.0;
-  const double bc2 = o.bias_correction() ? 1.0 - std::pow(b2, static_cast<double>(t)) : 1.0;
-  s.inv_bc1 = 1.0 / bc1;
-  s.inv_sqrt_bc2 = 1.0 / std::sqrt(bc2);
-  s.eps = o.eps();
-  s.weight_decay = o.weight_decay();
-  return s;
-}
-
-double trust_ratio(const LambOptions& o, double w_norm, double r_norm) {
-  double ratio = (w_norm > 0.0 && r_norm > 0.0) ? w_norm / r_norm : 1.0;
-  if (o.trust_clip()) ratio = std::min(ratio, 1.0);
-  return ratio;
-}
-
 // The same update with ATen ops (any device, dtype or layout); nothing is read back to the host.
 void aten_step(const torch::Tensor& p, LambParamState& st, const LambOptions& o,
                const ClipFactor& clip) {
-  const kernels::LambScalars s = scalars(o, st.step(), 1.0);
+  const kernels::LambScalars s = detail::lamb_scalars(o, st.step(), 1.0);
   torch::Tensor g = p.grad();
   if (clip.host) {
     if (*clip.host != 1.0) g = g.div(*clip.host);
@@ -206,7 +216,8 @@ void fused_step(std::vector<LambFusedItem>& items) {
   work.between = [&](int64_t i, const double sums[2]) {
     LambFusedItem& it = items[i];
     if (!it.adapted) return;
-    const double ratio = trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
+    const double ratio =
+        detail::lamb_trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
     *it.state->trust_ratio().data_ptr<double>() = ratio;
     it.step_size = it.options->lr() * ratio;
   };
@@ -266,7 +277,8 @@ torch::Tensor Lamb::step(LossClosure closure) {
     for (const auto& group : param_groups_) {
       all.insert(all.end(), group.params().begin(), group.params().end());
     }
-    norm = global_grad_norm(all);
+    // A fused step measures on the host; otherwise the norm stays on the device, as on a GPU.
+    norm = global_grad_norm(all, static_cast<const LambOptions&>(defaults()).fused());
   }
   step_with_grad_norm(norm);
   return loss;
@@ -284,7 +296,10 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
   const double grad_scale = clip.host ? 1.0 / *clip.host : 1.0;
 
   std::vector<LambFusedItem> fused;
+  std::vector<detail::LambForeachItem> multi;
+  int64_t group_index = -1;
   for (auto& group : param_groups_) {
+    ++group_index;
     const auto& o = static_cast<const LambOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
@@ -295,15 +310,20 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
         st.exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
         st.exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
       }
-      if (adapted(o) && !st.trust_ratio().defined()) {
-        st.trust_ratio(at::zeros({}, p.options().dtype(at::kDouble)));
-      }
       st.step(st.step() + 1);
       const torch::Tensor& g = p.grad();
+      const torch::Tensor& tr = st.trust_ratio();
       const bool fusable = o.fused() && host_clip && !g.is_sparse() &&
                            detail::fusable({&p, &g, &st.exp_avg(), &st.exp_avg_sq()}) &&
-                           (!adapted(o) || (st.trust_ratio().device().is_cpu() &&
-                                            st.trust_ratio().scalar_type() == at::kDouble));
+                           (!adapted(o) || !tr.defined() ||
+                            (tr.device().is_cpu() && tr.scalar_type() == at::kDouble));
+      if (!fusable && o.foreach () && !g.is_sparse()) {
+        multi.push_back({p, g, &st, &o, group_index});  // its trust ratio is made there
+        continue;
+      }
+      if (adapted(o) && !tr.defined()) {
+        st.trust_ratio(at::zeros({}, p.options().dtype(at::kDouble)));
+      }
       if (!fusable) {
         aten_step(p, st, o, clip);
         continue;
@@ -319,12 +339,13 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
       it.is_float = p.scalar_type() == at::kFloat;
       it.adapted = adapted(o);
       it.numel = p.numel();
-      it.scalars = scalars(o, st.step(), grad_scale);
+      it.scalars = detail::lamb_scalars(o, st.step(), grad_scale);
       it.step_size = o.lr();
       fused.push_back(std::move(it));
     }
   }
   if (!fused.empty()) fused_step(fused);
+  detail::lamb_foreach_step(multi, clip);
 }
 
 void Lamb::save(torch::serialize::OutputArchive& archive) const { serialize(*this, archive); }

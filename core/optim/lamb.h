@@ -20,11 +20,16 @@
 // p.grad by c in place), and whether a group is adapted is the per-group `adapt` flag set by the
 // factory from the parameter-group rules rather than timm's "weight_decay != 0".
 //
-// Speed: on contiguous float/double CPU tensors a step is three fused passes (multi_tensor.h): the
-// global gradient norm (reads g; skipped when clipping is off), one that reads g, m, v, w, writes
-// m, v and sums ||w||^2 and ||r||^2, and one that reads m, v, w and writes w: 11 array passes,
-// against 22 for LibTorch's AdamW. Non-adapted tensors need no norms and take a single pass. Other
-// tensors take an ATen-op path with the same arithmetic and no host synchronization.
+// Three implementations of the same arithmetic, chosen per parameter by its device and the options:
+// - fused (CPU, contiguous float/double, `fused`): three fused passes (multi_tensor.h): the global
+//   gradient norm (reads g; skipped when clipping is off), one that reads g, m, v, w, writes m, v
+//   and sums ||w||^2 and ||r||^2, and one that reads m, v, w and writes w: 11 array passes, against
+//   22 for LibTorch's AdamW. Non-adapted tensors need no norms and take a single pass.
+// - foreach (every other parameter with `foreach`, so every GPU parameter): ATen's multi-tensor
+//   `_foreach_*` ops over all tensors of a group at once, a number of kernel launches that does not
+//   grow with the number of tensors and one host read per step (foreach_lamb.h has the count).
+// - per tensor (`foreach` false, or sparse gradients): one ATen op sequence per tensor, no host
+//   read; the reference the others are tested against, and ~10 launches per tensor on a GPU.
 #pragma once
 
 #include <torch/optim/optimizer.h>
@@ -35,6 +40,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/optim/fused_kernels.h"
 #include "core/optim/layerwise.h"
 
 namespace batchlab::optim {
@@ -54,7 +60,9 @@ struct LambOptions : public torch::optim::OptimizerCloneableOptions<LambOptions>
   TORCH_ARG(bool, trust_clip) = false;
   TORCH_ARG(bool, always_adapt) = false;
   TORCH_ARG(bool, adapt) = true;  // whether this group gets the trust ratio (false: biases, norms)
-  TORCH_ARG(bool, fused) = true;  // false forces the ATen-op path also on CPU
+  TORCH_ARG(bool, fused) = true;  // false: CPU tensors too take the foreach / per-tensor path
+  // false: one ATen op sequence per tensor instead of the multi-tensor ops (the reference path).
+  TORCH_ARG(bool, foreach) = true;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;
@@ -68,8 +76,9 @@ struct LambParamState : public torch::optim::OptimizerCloneableParamState<LambPa
   TORCH_ARG(int64_t, step) = 0;
   TORCH_ARG(torch::Tensor, exp_avg);     // m, shape of the parameter
   TORCH_ARG(torch::Tensor, exp_avg_sq);  // v, shape of the parameter
-  // 0-dim float64 on the parameter's device: the ratio applied in the last step (after trust
-  // clipping); undefined for parameters that are not adapted. Reading it is the only sync.
+  // 0-dim float64: the ratio applied in the last step (after trust clipping); undefined for
+  // parameters that are not adapted. On the CPU after a fused or foreach step (both compute it on
+  // the host; free to read), on the parameter's device after a per-tensor step (reading is a sync).
   TORCH_ARG(torch::Tensor, trust_ratio);
 
  public:
@@ -103,5 +112,12 @@ class Lamb : public torch::optim::Optimizer, public TrustRatioSource, public Cli
   }
   double max_grad_norm() const;
 };
+
+namespace detail {
+// What every implementation shares: the per-step scalars of one parameter at its step t, and the
+// trust ratio from the norms (fused and foreach compute it on the host).
+kernels::LambScalars lamb_scalars(const LambOptions& o, int64_t t, double grad_scale);
+double lamb_trust_ratio(const LambOptions& o, double w_norm, double r_norm);
+}  // namespace detail
 
 }  // namespace batchlab::optim

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/errors.h"
+#include "core/optim/foreach_lars.h"
 #include "core/optim/fused_kernels.h"
 #include "core/optim/group_options.h"
 #include "core/optim/multi_tensor.h"
@@ -22,7 +23,8 @@ bool operator==(const LarsOptions& a, const LarsOptions& b) {
          a.nesterov() == b.nesterov() && a.trust_coefficient() == b.trust_coefficient() &&
          a.eps() == b.eps() && a.trust_clip() == b.trust_clip() &&
          a.always_adapt() == b.always_adapt() && a.adapt() == b.adapt() &&
-         a.lr_in_momentum() == b.lr_in_momentum() && a.fused() == b.fused();
+         a.lr_in_momentum() == b.lr_in_momentum() && a.fused() == b.fused() &&
+         a.foreach () == b.foreach ();
 }
 
 void LarsOptions::serialize(torch::serialize::OutputArchive& archive) const {
@@ -37,6 +39,7 @@ void LarsOptions::serialize(torch::serialize::OutputArchive& archive) const {
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(adapt);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(lr_in_momentum);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(fused);
+  _TORCH_OPTIM_SERIALIZE_TORCH_ARG(foreach);
 }
 
 void LarsOptions::serialize(torch::serialize::InputArchive& archive) {
@@ -51,6 +54,11 @@ void LarsOptions::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, adapt);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, lr_in_momentum);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, fused);
+  // Added later: checkpoints written before it have no entry and get the default.
+  c10::IValue foreach_value;
+  if (archive.try_read("foreach", foreach_value))
+    foreach (foreach_value.toBool())
+      ;
 }
 
 bool operator==(const LarsParamState& a, const LarsParamState& b) {
@@ -69,6 +77,30 @@ void LarsParamState::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, momentum_buffer);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, trust_ratio);
 }
+
+namespace detail {
+
+double lars_trust_ratio(const LarsOptions& o, double w_norm, double g_norm) {
+  double ratio = 1.0;
+  if (w_norm > 0.0 && g_norm > 0.0) {
+    ratio = o.trust_coefficient() * w_norm / (g_norm + w_norm * o.weight_decay() + o.eps());
+  }
+  if (o.trust_clip()) ratio = o.lr() > 0.0 ? std::min(ratio / o.lr(), 1.0) : 1.0;
+  return ratio;
+}
+
+kernels::LarsScalars lars_scalars(const LarsOptions& o, double ratio) {
+  kernels::LarsScalars s;
+  s.weight_decay = o.weight_decay();
+  s.ratio = ratio;
+  s.momentum = o.momentum();
+  s.in_scale = o.lr_in_momentum() ? o.lr() : 1.0;
+  s.out_scale = o.lr_in_momentum() ? 1.0 : o.lr();
+  s.nesterov = o.nesterov();
+  return s;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -89,27 +121,6 @@ void validate(const LarsOptions& o) {
 
 bool adapted(const LarsOptions& o) { return o.adapt() || o.always_adapt(); }
 
-// The LARS ratio (timm's formula) from host norms, LARC-clipped when asked.
-double trust_ratio(const LarsOptions& o, double w_norm, double g_norm) {
-  double ratio = 1.0;
-  if (w_norm > 0.0 && g_norm > 0.0) {
-    ratio = o.trust_coefficient() * w_norm / (g_norm + w_norm * o.weight_decay() + o.eps());
-  }
-  if (o.trust_clip()) ratio = o.lr() > 0.0 ? std::min(ratio / o.lr(), 1.0) : 1.0;
-  return ratio;
-}
-
-kernels::LarsScalars scalars(const LarsOptions& o, double ratio) {
-  kernels::LarsScalars s;
-  s.weight_decay = o.weight_decay();
-  s.ratio = ratio;
-  s.momentum = o.momentum();
-  s.in_scale = o.lr_in_momentum() ? o.lr() : 1.0;
-  s.out_scale = o.lr_in_momentum() ? 1.0 : o.lr();
-  s.nesterov = o.nesterov();
-  return s;
-}
-
 // The same update with ATen ops (any device, dtype or layout); norms stay on the device.
 void aten_step(const torch::Tensor& p, LarsParamState& st, const LarsOptions& o) {
   const torch::Tensor& g = p.grad();
@@ -128,7 +139,7 @@ void aten_step(const torch::Tensor& p, LarsParamState& st, const LarsOptions& o)
   } else {
     d = o.weight_decay() != 0.0 ? g.add(p, o.weight_decay()) : g;
   }
-  const kernels::LarsScalars s = scalars(o, 1.0);
+  const kernels::LarsScalars s = detail::lars_scalars(o, 1.0);
   torch::Tensor u = s.in_scale == 1.0 ? d : d.mul(s.in_scale);
   if (s.momentum != 0.0) {
     torch::Tensor& buf = st.momentum_buffer();
@@ -183,16 +194,17 @@ void fused_step(std::vector<LarsFusedItem>& items) {
   };
   work.between = [&](int64_t i, const double sums[2]) {
     LarsFusedItem& it = items[i];
-    const double ratio = trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
+    const double ratio =
+        detail::lars_trust_ratio(*it.options, std::sqrt(sums[0]), std::sqrt(sums[1]));
     *it.state->trust_ratio().data_ptr<double>() = ratio;
-    it.scalars = scalars(*it.options, ratio);
+    it.scalars = detail::lars_scalars(*it.options, ratio);
   };
   work.second = [&](const detail::Chunk& ch) {
     const LarsFusedItem& it = items[ch.item];
     it.is_float ? update_chunk<float>(it, ch) : update_chunk<double>(it, ch);
   };
   for (LarsFusedItem& it : items) {
-    if (!it.adapted) it.scalars = scalars(*it.options, 1.0);
+    if (!it.adapted) it.scalars = detail::lars_scalars(*it.options, 1.0);
   }
   detail::run_two_pass(work);
   for (const LarsFusedItem& it : items) {
@@ -235,7 +247,10 @@ torch::Tensor Lars::step(LossClosure closure) {
   }
   at::NoGradGuard no_grad;
   std::vector<LarsFusedItem> fused;
+  std::vector<detail::LarsForeachItem> multi;
+  int64_t group_index = -1;
   for (auto& group : param_groups_) {
+    ++group_index;
     const auto& o = static_cast<const LarsOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
@@ -245,16 +260,21 @@ torch::Tensor Lars::step(LossClosure closure) {
       if (o.momentum() != 0.0 && !st.momentum_buffer().defined()) {
         st.momentum_buffer(at::zeros_like(p, at::MemoryFormat::Preserve));
       }
-      if (adapted(o) && !st.trust_ratio().defined()) {
-        st.trust_ratio(at::zeros({}, p.options().dtype(at::kDouble)));
-      }
       const torch::Tensor& g = p.grad();
       const torch::Tensor& buf = st.momentum_buffer();
+      const torch::Tensor& tr = st.trust_ratio();
       const bool fusable =
           o.fused() && !g.is_sparse() &&
           (buf.defined() ? detail::fusable({&p, &g, &buf}) : detail::fusable({&p, &g})) &&
-          (!adapted(o) ||
-           (st.trust_ratio().device().is_cpu() && st.trust_ratio().scalar_type() == at::kDouble));
+          (!adapted(o) || !tr.defined() ||
+           (tr.device().is_cpu() && tr.scalar_type() == at::kDouble));
+      if (!fusable && o.foreach () && !g.is_sparse()) {
+        multi.push_back({p, g, &st, &o, group_index});  // its trust ratio is made there
+        continue;
+      }
+      if (adapted(o) && !tr.defined()) {
+        st.trust_ratio(at::zeros({}, p.options().dtype(at::kDouble)));
+      }
       if (!fusable) {
         aten_step(p, st, o);
         continue;
@@ -274,6 +294,7 @@ torch::Tensor Lars::step(LossClosure closure) {
     }
   }
   if (!fused.empty()) fused_step(fused);
+  detail::lars_foreach_step(multi);
   return loss;
 }
 

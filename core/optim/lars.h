@@ -27,11 +27,16 @@
 // per-group `adapt` flag, which the factory sets from the parameter-group rules (excluded
 // parameters: false).
 //
-// Speed: on contiguous float/double CPU tensors a step is two fused passes (multi_tensor.h): one
-// reads w and g for both norms (adapted tensors only), one reads w, g, buf and writes buf, w: 7
-// array passes where PyTorch's SGD with weight decay makes 11. Other tensors take an ATen-op path
-// that does the same arithmetic without reading anything back to the host. Gradients are not
-// modified.
+// Three implementations of the same arithmetic, chosen per parameter by its device and the options:
+// - fused (CPU, contiguous float/double, `fused`): two fused passes (multi_tensor.h): one reads w
+//   and g for both norms (adapted tensors only), one reads w, g, buf and writes buf, w: 7 array
+//   passes where PyTorch's SGD with weight decay makes 11.
+// - foreach (every other parameter with `foreach`, so every GPU parameter): ATen's multi-tensor
+//   `_foreach_*` ops over all tensors of a group at once, a number of kernel launches that does not
+//   grow with the number of tensors and one host read per step (foreach_lars.h has the count).
+// - per tensor (`foreach` false, or sparse gradients): one ATen op sequence per tensor, no host
+//   read; the reference the others are tested against.
+// Gradients are not modified.
 #pragma once
 
 #include <torch/optim/optimizer.h>
@@ -41,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "core/optim/fused_kernels.h"
 #include "core/optim/layerwise.h"
 
 namespace batchlab::optim {
@@ -59,8 +65,10 @@ struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions>
   // Whether this group gets the trust ratio (false for excluded parameters: biases, norms).
   TORCH_ARG(bool, adapt) = true;
   TORCH_ARG(bool, lr_in_momentum) = false;
-  // false forces the ATen-op path also on CPU (to check the fused loops against it).
+  // false: CPU tensors too take the foreach / per-tensor path (to check the fused loops).
   TORCH_ARG(bool, fused) = true;
+  // false: one ATen op sequence per tensor instead of the multi-tensor ops (the reference path).
+  TORCH_ARG(bool, foreach) = true;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;
@@ -72,8 +80,9 @@ struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions>
 
 struct LarsParamState : public torch::optim::OptimizerCloneableParamState<LarsParamState> {
   TORCH_ARG(torch::Tensor, momentum_buffer);  // shape of the parameter; undefined without momentum
-  // 0-dim float64 on the parameter's device: the ratio applied in the last step (after trust
-  // clipping); undefined for parameters that are not adapted. Reading it is the only sync.
+  // 0-dim float64: the ratio applied in the last step (after trust clipping); undefined for
+  // parameters that are not adapted. On the CPU after a fused or foreach step (both compute it on
+  // the host; free to read), on the parameter's device after a per-tensor step (reading is a sync).
   TORCH_ARG(torch::Tensor, trust_ratio);
 
  public:
@@ -103,5 +112,12 @@ class Lars : public torch::optim::Optimizer, public TrustRatioSource {
     _TORCH_OPTIM_SERIALIZE_WITH_TEMPLATE_ARG(Lars);
   }
 };
+
+namespace detail {
+// What every implementation shares: the trust ratio from the norms (fused and foreach compute it
+// on the host) and the scalars of the update given that ratio.
+double lars_trust_ratio(const LarsOptions& o, double w_norm, double g_norm);
+kernels::LarsScalars lars_scalars(const LarsOptions& o, double ratio);
+}  // namespace detail
 
 }  // namespace batchlab::optim

@@ -14,8 +14,9 @@ namespace batchlab::optim {
 class TrustRatioSource {
  public:
   virtual ~TrustRatioSource() = default;
-  // The ratio applied to `param` in its last step: 0-dim float64 on the parameter's device (reading
-  // it is a sync), not a copy; undefined when `param` is not adapted or has not been stepped yet.
+  // The ratio applied to `param` in its last step: 0-dim float64, not a copy; undefined when
+  // `param` is not adapted or has not been stepped yet. On the CPU after a fused or multi-tensor
+  // step (free to read), on the parameter's device after a per-tensor one (reading is a sync).
   virtual at::Tensor trust_ratio(const at::Tensor& param) const = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "core/optim/host_reads.h"
 #include "core/train/data_order.h"
 
 namespace batchlab::train {
@@ -79,8 +80,9 @@ AccumulatedStep accumulate_gradients(Task& task, const std::vector<torch::Tensor
     MeasurementScope off_clock(hooks);
     micro_sq_norms->clear();
     if (!sq_norms.empty()) {
-      auto host = torch::stack(sq_norms).to(torch::kCPU);
-      for (int64_t i = 0; i < host.size(0); ++i) micro_sq_norms->push_back(host[i].item<double>());
+      auto host = optim::read_to_host(torch::stack(sq_norms)).contiguous();
+      const double* v = host.data_ptr<double>();
+      micro_sq_norms->assign(v, v + host.size(0));
     }
   }
   AccumulatedStep result;

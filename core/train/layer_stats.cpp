@@ -1,18 +1,48 @@
 #include "core/train/layer_stats.h"
 
+#include <ATen/ATen.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
+
+#include "core/optim/host_reads.h"
 
 namespace batchlab::train {
 
 namespace {
+// Norms of all tensors as one float64 [P] tensor on their device: one multi-tensor op (a few
+// kernel launches on a GPU, whatever P is), no host read.
 torch::Tensor stacked_norms(const std::vector<torch::Tensor>& tensors) {
-  std::vector<torch::Tensor> norms;
-  norms.reserve(tensors.size());
-  for (const auto& t : tensors) norms.push_back(t.detach().norm().to(torch::kFloat64));
-  return torch::stack(norms);
+  std::vector<torch::Tensor> detached;
+  detached.reserve(tensors.size());
+  for (const auto& t : tensors) detached.push_back(t.detach());
+  return torch::stack(at::_foreach_norm(detached)).to(torch::kFloat64);
+}
+
+// The trust ratios as host values (none where none was applied). Ratios already on the CPU (the
+// fused and foreach optimizer paths) are free to read; the ones on a device (the per-tensor path)
+// are stacked and read once.
+std::vector<std::optional<double>> host_trust_ratios(const std::vector<torch::Tensor>& trust,
+                                                     size_t count) {
+  std::vector<std::optional<double>> out(count);
+  std::vector<torch::Tensor> on_device;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < count && i < trust.size(); ++i) {
+    if (!trust[i].defined()) continue;
+    if (trust[i].device().is_cpu()) {
+      out[i] = *trust[i].to(torch::kFloat64).contiguous().data_ptr<double>();
+    } else {
+      on_device.push_back(trust[i].detach().to(torch::kFloat64).reshape({}));
+      where.push_back(i);
+    }
+  }
+  if (!on_device.empty()) {
+    const torch::Tensor host = optim::read_to_host(torch::stack(on_device)).contiguous();
+    for (size_t j = 0; j < where.size(); ++j) out[where[j]] = host.data_ptr<double>()[j];
+  }
+  return out;
 }
 }  // namespace
 
@@ -24,10 +54,10 @@ void LayerStatsCollector::before_update() {
   std::vector<torch::Tensor> weights, grads;
   weights_before_.clear();
   for (const auto& p : params_) {
-    weights.push_back(p.tensor);
+    weights.push_back(p.tensor.detach());
     grads.push_back(p.tensor.grad().defined() ? p.tensor.grad() : torch::zeros_like(p.tensor));
-    weights_before_.push_back(p.tensor.detach().clone());
   }
+  weights_before_ = at::_foreach_clone(weights);
   weight_norms_ = stacked_norms(weights);
   grad_norms_ = stacked_norms(grads);
 }
@@ -35,25 +65,15 @@ void LayerStatsCollector::before_update() {
 std::vector<LayerStatRecord> LayerStatsCollector::after_update(
     int64_t step, const std::vector<torch::Tensor>& trust_ratios) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> deltas;
-  std::vector<torch::Tensor> trust;
-  std::vector<bool> has_trust(params_.size(), false);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    deltas.push_back(params_[i].tensor.detach() - weights_before_[i]);
-    if (i < trust_ratios.size() && trust_ratios[i].defined()) {
-      trust.push_back(trust_ratios[i].detach().to(torch::kFloat64).reshape({}));
-      has_trust[i] = true;
-    } else {
-      trust.push_back(torch::full({}, std::nan(""), torch::kFloat64));
-    }
-  }
-  // One host copy for everything: [4, P] = weight norms, grad norms, update norms, trust ratios.
-  auto all = torch::stack({weight_norms_, grad_norms_, stacked_norms(deltas),
-                           torch::stack(trust).to(weight_norms_.device())})
-                 .to(torch::kCPU)
+  std::vector<torch::Tensor> now;
+  for (const auto& p : params_) now.push_back(p.tensor.detach());
+  const std::vector<torch::Tensor> deltas = at::_foreach_sub(now, weights_before_);
+  // One host copy of the norms: [3, P] = weight norms, grad norms, update norms.
+  auto all = optim::read_to_host(torch::stack({weight_norms_, grad_norms_, stacked_norms(deltas)}))
                  .contiguous();
   weights_before_.clear();
   auto a = all.accessor<double, 2>();
+  const std::vector<std::optional<double>> trust = host_trust_ratios(trust_ratios, params_.size());
 
   std::vector<LayerStatRecord> rows;
   rows.reserve(params_.size());
@@ -68,7 +88,7 @@ std::vector<LayerStatRecord> LayerStatsCollector::after_update(
     r.ratio =
         r.grad_norm > 0 ? r.weight_norm / r.grad_norm : std::numeric_limits<double>::infinity();
     r.update_norm = a[2][j];
-    if (has_trust[i]) r.trust_ratio = a[3][j];
+    r.trust_ratio = trust[i];
     rows.push_back(std::move(r));
   }
   return rows;

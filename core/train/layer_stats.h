@@ -1,7 +1,8 @@
 // Per-layer statistics of one update: ||w||, ||g||, ||w||/||g|| (the ratio whose spread across
 // layers motivated LARS), the trust ratio the optimizer applied, and ||delta w||. All norms of a
-// step are computed on the device as one stacked tensor and copied to the host once, so the
-// cost is a few passes over the parameters on the steps that are logged and nothing on the others.
+// step are computed on the device with multi-tensor ops (a few kernel launches whatever the number
+// of layers) as one stacked tensor and copied to the host once (optim::read_to_host), so the cost
+// is a few passes over the parameters on the steps that are logged and nothing on the others.
 #pragma once
 
 #include <torch/types.h>

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/config/experiment_config.h"
+#include "core/optim/host_reads.h"
 #include "core/train/device.h"
 #include "core/train/rank_sync.h"
 
@@ -172,7 +173,7 @@ Trainer::StepAgreement Trainer::agree_on_step(const Gradients& grads) {
   std::vector<torch::Tensor> parts = {loss.to(torch::kFloat64).reshape({1}),
                                       norm.to(loss.device()).reshape({1})};
   if (grads.local_sq.defined()) parts.push_back(grads.local_sq.to(loss.device()).reshape({1}));
-  const auto host = torch::cat(parts).to(torch::kCPU);
+  const auto host = optim::read_to_host(torch::cat(parts));
   const auto* v = host.data_ptr<double>();
   StepAgreement a;
   a.loss = v[0];

@@ -46,9 +46,13 @@ ImageDataset load_image_dataset(const config::DataConfig& data) {
   check_size("data.test_size", data.test_size);
 
   if (data.dataset == "synthetic") {
+    SyntheticImageOptions shape;
+    if (data.synthetic_channels > 0) shape.channels = data.synthetic_channels;
+    if (data.synthetic_size > 0) shape.height = shape.width = data.synthetic_size;
+    if (data.synthetic_classes > 0) shape.num_classes = data.synthetic_classes;
     ImageDataset ds = make_synthetic_images(
         data.train_size > 0 ? data.train_size : kSyntheticTrainSize,
-        data.test_size > 0 ? data.test_size : kSyntheticTestSize, kSyntheticSeed);
+        data.test_size > 0 ? data.test_size : kSyntheticTestSize, kSyntheticSeed, shape);
     ds.val_size = data.val_size;
     return ds;
   }

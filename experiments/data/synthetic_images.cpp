@@ -1,5 +1,6 @@
 #include "experiments/data/synthetic_images.h"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,10 @@ constexpr uint64_t kPrototypeStream = 2;
 
 // Stroke profile: intensity exp(-d^2 / (2 sigma^2)) at distance d (pixels) from the segment.
 constexpr double kStrokeSigma = 1.0;
+// Pixels farther than this from a stroke are left alone: its intensity there, exp(-72) ~ 5e-32,
+// cannot move a pixel across a quantization step, and skipping them makes prototypes of large
+// images (ImageNet-shaped: 1000 classes x 3 channels x 224 x 224) cheap.
+constexpr double kStrokeReach = 12.0 * kStrokeSigma;
 // Stroke endpoints keep this far from the border so a shifted prototype stays mostly in view.
 constexpr int64_t kStrokeMargin = 4;
 constexpr double kMaxBackground = 0.1;
@@ -73,22 +78,10 @@ class Prototypes {
  public:
   Prototypes(const SyntheticImageOptions& o, int64_t seed)
       : o_(o), data_(static_cast<size_t>(o.num_classes * o.channels * o.height * o.width), 0.0f) {
-    for (int64_t k = 0; k < o.num_classes; ++k) {
-      Rng rng(stream_state(seed, kPrototypeStream, static_cast<uint64_t>(k)));
-      for (int64_t c = 0; c < o.channels; ++c) {
-        for (int64_t s = 0; s < o.strokes_per_class; ++s) {
-          const double y0 =
-              rng.uniform(kStrokeMargin, static_cast<double>(o.height - kStrokeMargin));
-          const double x0 =
-              rng.uniform(kStrokeMargin, static_cast<double>(o.width - kStrokeMargin));
-          const double y1 =
-              rng.uniform(kStrokeMargin, static_cast<double>(o.height - kStrokeMargin));
-          const double x1 =
-              rng.uniform(kStrokeMargin, static_cast<double>(o.width - kStrokeMargin));
-          draw_stroke(k, c, y0, x0, y1, x1);
-        }
-      }
-    }
+    // Classes are independent (a stream each) and write disjoint planes: drawn in parallel.
+    at::parallel_for(0, o.num_classes, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) draw_class(k, seed);
+    });
   }
 
   // Prototype value at (y, x), 0 outside the image (what a shift brings into view).
@@ -98,6 +91,21 @@ class Prototypes {
   }
 
  private:
+  void draw_class(int64_t k, int64_t seed) {
+    Rng rng(stream_state(seed, kPrototypeStream, static_cast<uint64_t>(k)));
+    for (int64_t c = 0; c < o_.channels; ++c) {
+      for (int64_t s = 0; s < o_.strokes_per_class; ++s) {
+        const double y0 =
+            rng.uniform(kStrokeMargin, static_cast<double>(o_.height - kStrokeMargin));
+        const double x0 = rng.uniform(kStrokeMargin, static_cast<double>(o_.width - kStrokeMargin));
+        const double y1 =
+            rng.uniform(kStrokeMargin, static_cast<double>(o_.height - kStrokeMargin));
+        const double x1 = rng.uniform(kStrokeMargin, static_cast<double>(o_.width - kStrokeMargin));
+        draw_stroke(k, c, y0, x0, y1, x1);
+      }
+    }
+  }
+
   // Soft segment: each pixel takes the max of its value and the stroke's intensity there.
   void draw_stroke(int64_t k, int64_t c, double y0, double x0, double y1, double x1) {
     const double dy = y1 - y0;
@@ -109,7 +117,9 @@ class Prototypes {
         const double t = std::clamp(((y - y0) * dy + (x - x0) * dx) / len2, 0.0, 1.0);
         const double ey = y - (y0 + t * dy);
         const double ex = x - (x0 + t * dx);
-        const double v = std::exp(-(ey * ey + ex * ex) / (2 * kStrokeSigma * kStrokeSigma));
+        const double d2 = ey * ey + ex * ex;
+        if (d2 > kStrokeReach * kStrokeReach) continue;
+        const double v = std::exp(-d2 / (2 * kStrokeSigma * kStrokeSigma));
         float& p =
             data_[static_cast<size_t>(((k * o_.channels + c) * o_.height + y) * o_.width + x)];
         p = std::max(p, static_cast<float>(v));
@@ -129,31 +139,36 @@ void generate_split(const SyntheticImageOptions& o, const Prototypes& protos, in
   uint8_t* img = images.data_ptr<uint8_t>();
   int64_t* lab = labels.data_ptr<int64_t>();
   const int64_t per_sample = o.channels * o.height * o.width;
-  for (int64_t i = 0; i < size; ++i) {
-    Rng rng(stream_state(seed, stream, static_cast<uint64_t>(i)));
-    const int64_t label = rng.integer(0, o.num_classes - 1);
-    const int64_t dy = rng.integer(-o.max_shift, o.max_shift);
-    const int64_t dx = rng.integer(-o.max_shift, o.max_shift);
-    const double contrast = rng.uniform(o.min_contrast, 1.0);
-    // Distractor: any class but the label, with its own shift.
-    const int64_t other = (label + rng.integer(1, o.num_classes - 1)) % o.num_classes;
-    const int64_t ody = rng.integer(-o.max_shift, o.max_shift);
-    const int64_t odx = rng.integer(-o.max_shift, o.max_shift);
-    const double weight = rng.uniform(0.0, o.max_distractor);
-    const double background = rng.uniform(0.0, kMaxBackground);
+  // Sample i depends only on (seed, stream, i): generated in parallel, identical at any thread
+  // count.
+  at::parallel_for(0, size, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Rng rng(stream_state(seed, stream, static_cast<uint64_t>(i)));
+      const int64_t label = rng.integer(0, o.num_classes - 1);
+      const int64_t dy = rng.integer(-o.max_shift, o.max_shift);
+      const int64_t dx = rng.integer(-o.max_shift, o.max_shift);
+      const double contrast = rng.uniform(o.min_contrast, 1.0);
+      // Distractor: any class but the label, with its own shift.
+      const int64_t other = (label + rng.integer(1, o.num_classes - 1)) % o.num_classes;
+      const int64_t ody = rng.integer(-o.max_shift, o.max_shift);
+      const int64_t odx = rng.integer(-o.max_shift, o.max_shift);
+      const double weight = rng.uniform(0.0, o.max_distractor);
+      const double background = rng.uniform(0.0, kMaxBackground);
 
-    lab[i] = label;
-    uint8_t* out = img + i * per_sample;
-    for (int64_t c = 0; c < o.channels; ++c) {
-      for (int64_t y = 0; y < o.height; ++y) {
-        for (int64_t x = 0; x < o.width; ++x) {
-          const double v = background + contrast * protos.at(label, c, y - dy, x - dx) +
-                           weight * protos.at(other, c, y - ody, x - odx) + o.noise * rng.normal();
-          *out++ = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255.0));
+      lab[i] = label;
+      uint8_t* out = img + i * per_sample;
+      for (int64_t c = 0; c < o.channels; ++c) {
+        for (int64_t y = 0; y < o.height; ++y) {
+          for (int64_t x = 0; x < o.width; ++x) {
+            const double v = background + contrast * protos.at(label, c, y - dy, x - dx) +
+                             weight * protos.at(other, c, y - ody, x - odx) +
+                             o.noise * rng.normal();
+            *out++ = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255.0));
+          }
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace

@@ -13,7 +13,13 @@
 // Deterministic and portable: a private counter-based generator (SplitMix64 + Box-Muller) rather
 // than LibTorch's or the standard library's distributions, whose outputs may differ across versions
 // and CPUs. Sample i of a split depends only on (seed, split, i), so a smaller train_size yields a
-// prefix of a larger one.
+// prefix of a larger one, and samples (and class prototypes) are generated in parallel on the
+// intra-op threads with the same result at any thread count.
+//
+// The shape is configurable (data.synthetic_channels / synthetic_size / synthetic_classes): at
+// ImageNet's 3 x 224 x 224 with 1000 classes, `batchlab train` runs ResNet-50 on the shapes of
+// `batchlab bench` without any file (about 150 KB per image in memory: choose data.train_size;
+// generation takes about 2 ms per image and core).
 #pragma once
 
 #include <cstdint>

@@ -1,52 +1,171 @@
 #!/usr/bin/env bash
-# The GPU job of docs/gpu.md in one script, since every call to a lent machine pays its start:
-# unpack the carried dependencies, configure against the machine's LibTorch (CUDA and NCCL),
-# build batchlab and the GPU-relevant test suites, run them, and take the `batchlab bench`
-# figures. Everything lands under $OUT (default /tmp/batchlab-gpu): configure/build logs, one log
-# per suite, suites.txt (exit codes), version.txt, bench_*.json.
-# Usage (repository root, on the GPU machine): bash scripts/gpu/job.sh [DEBS_DIR]
-#   BATCHLAB_WERROR=ON to build with warnings as errors (the default here is OFF: the machine's
-#   compiler may warn about things Debian's GCC 12 does not; fix those, then turn it on).
-# Not yet run: no GPU has been lent to a session since it was written (docs/gpu.md).
+# The whole GPU hour's first ten minutes in one script (every call to a lent machine pays its
+# start): build against the machine's PyTorch, run the GPU-relevant tests, take the throughput
+# figures, and write ONE results file, $OUT/results.json (plus one log per step beside it).
+#
+#   bash scripts/gpu/job.sh [DEBS_DIR]    on the GPU machine, repository root (docs/gpu.md)
+#   bash scripts/gpu/job.sh --rehearse    here, on the CPU: every step with tiny sizes against the
+#                                         already built build/ (BATCHLAB_BUILD_DIR), so the script
+#                                         itself is tested (ctest -R gpu_job_rehearsal)
+#
+# Steps and the time each is expected to take on one H100 with 16 cores (not yet run on one):
+#   1 unpack     the carried .deb files (scripts/gpu/unpack.sh)                           ~10 s
+#   2 configure  against the machine's LibTorch, CUDA and NCCL, Release, sm_90             ~30 s
+#   3 build      batchlab, core_optim_tests, core_train_tests, optim_device_bench, -j16  ~4-5 min
+#   4 tests      core_optim_tests (all: golden trajectories, foreach vs fused) and the GPU
+#                tests of core_train_tests (CUDA events, cuDNN benchmark mode, host reads)   ~30 s
+#   5 bench      ResNet-50 bf16 channels-last batch 256 (images/s, MFU)                     ~40 s
+#   6 bench      BERT-large, sequence 128, bf16, LAMB, batch 64 (tokens/s, MFU)              ~40 s
+#   7 train      ResNet-50 on synthetic 3x224x224 / 1000 classes, batch 256, LARS, bf16, the same
+#                steps through `batchlab train`: images/s against step 5 (trainer overhead)  ~40 s
+#   8 optimizers LARS and LAMB (multi-tensor path) against torch's fused SGD and AdamW on
+#                ResNet-50's and BERT-large's parameters (bench/optim_device_bench)          ~30 s
+#   9 results    $OUT/results.json: every figure above, each step's exit status and seconds
+# Total about 7-8 minutes; a step that fails is recorded and the next one still runs.
+#   BATCHLAB_WERROR=ON builds with warnings as errors (default OFF here: the machine's compiler may
+#   warn about things Debian's GCC does not; fix those, then turn it on).
 set -uo pipefail
-debs=${1:-.gpu-debs}
-out=${OUT:-/tmp/batchlab-gpu}
-mkdir -p "$out"
-# shellcheck source=scripts/gpu/unpack.sh
-source scripts/gpu/unpack.sh "$debs" >"$out/unpack.log" 2>&1 || { cat "$out/unpack.log"; exit 1; }
-tail -1 "$out/unpack.log"
+# The step functions below run through `step NAME FUNCTION`, which shellcheck cannot follow.
+# shellcheck disable=SC2317
 
-if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DBATCHLAB_WERROR="${BATCHLAB_WERROR:-OFF}" -DBATCHLAB_BUILD_BENCH=OFF >"$out/configure.log" 2>&1
-then
-  tail -40 "$out/configure.log"
-  exit 1
-fi
-grep "batchlab: LibTorch" "$out/configure.log"
-
-suites=(core_optim_tests core_train_tests core_dist_tests models_tests)
-if ! cmake --build build-gpu -j"$(nproc)" --target batchlab "${suites[@]}" >"$out/build.log" 2>&1
-then
-  grep -m 30 -A 6 "error" "$out/build.log"
-  exit 1
-fi
-build-gpu/batchlab version | tee "$out/version.txt"
-
-for suite in "${suites[@]}"; do
-  build-gpu/tests/"$suite" --gtest_brief=1 >"$out/$suite.log" 2>&1
-  echo "$suite exit $?" | tee -a "$out/suites.txt"
+rehearse=0
+debs=.gpu-debs
+for arg in "$@"; do
+  case $arg in
+    --rehearse) rehearse=1 ;;
+    -h | --help)
+      sed -n '2,27p' "$0"
+      exit 0
+      ;;
+    *) debs=$arg ;;
+  esac
 done
 
-# bench NAME ARGS...: one `batchlab bench` run on this rank's GPU, as JSON.
-bench() {
+out=${OUT:-/tmp/batchlab-gpu}
+mkdir -p "$out"
+steps_file="$out/steps.tsv"
+: >"$steps_file"
+
+if ((rehearse)); then
+  build=${BATCHLAB_BUILD_DIR:-build}
+  device=cpu
+  # Tiny sizes: the same commands, seconds each on one core.
+  r50=(--model resnet50 --image-size 32 --batch 2 --steps 1 --warmup 0)
+  bert=(--model bert_tiny --seq-len 16 --batch 2 --steps 1 --warmup 0)
+  train_size=(32 2 10 8 3)   # image side, batch, classes, train size, steps
+  optim_models=(resnet18)
+  bench_flags=(--threads=1)
+  export OMP_NUM_THREADS=1
+  threads=(--threads 1)
+else
+  build="build-gpu"
+  device=cuda
+  r50=(--model resnet50 --precision bf16 --channels-last --batch 256 --steps 30 --warmup 10)
+  bert=(--model bert_large --precision bf16 --seq-len 128 --batch 64 --steps 20 --warmup 5)
+  train_size=(224 256 1000 2048 40)
+  optim_models=(resnet50 bert_large)
+  bench_flags=()
+  threads=()
+fi
+
+# step NAME COMMAND...: runs one step with its output in $out/NAME.log, records status and time.
+step() {
   local name=$1
   shift
-  build-gpu/batchlab bench --device cuda --format json "$@" >"$out/bench_$name.json" \
-    2>"$out/bench_$name.err"
-  echo "bench $name exit $?" | tee -a "$out/suites.txt"
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$steps_file"
+  return $rc
 }
-bench resnet50_bf16_cl_b256 --model resnet50 --precision bf16 --channels-last --batch 256 \
-  --optimizer lars --steps 30 --warmup 10
-bench resnet50_fp32_b256 --model resnet50 --batch 256 --optimizer lars --steps 20 --warmup 5
-bench bert_large_bf16_s128_b64 --model bert_large --precision bf16 --seq-len 128 --batch 64 \
-  --optimizer lamb --steps 20 --warmup 5
+
+unpack() {
+  # shellcheck source=scripts/gpu/unpack.sh
+  source scripts/gpu/unpack.sh "$debs"
+}
+
+# Its log holds the line `batchlab: LibTorch 2.x, CUDA ON, NCCL ON` that results.json quotes.
+configure() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DBATCHLAB_WERROR="${BATCHLAB_WERROR:-OFF}" -DBATCHLAB_SERVE=OFF
+}
+
+targets=(batchlab core_optim_tests core_train_tests optim_device_bench)
+build_targets() {
+  if ((rehearse)); then
+    # The rehearsal reuses what the suite's build made; it only checks every binary is there.
+    for t in batchlab tests/core_optim_tests tests/core_train_tests bench/optim_device_bench; do
+      [[ -x "$build/$t" ]] || { echo "missing $build/$t (build it first)"; return 1; }
+    done
+    return 0
+  fi
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+}
+
+tests() {
+  local rc=0
+  "$build"/batchlab version || rc=1
+  if ((rehearse)); then
+    # A few of each suite: the command lines, not the suites, are under test here.
+    "$build"/tests/core_optim_tests --gtest_brief=1 --gtest_filter='ForeachLars.*' || rc=1
+    "$build"/tests/core_train_tests --gtest_brief=1 --gtest_filter='StepTimer.*:Device.*' || rc=1
+  else
+    "$build"/tests/core_optim_tests --gtest_brief=1 || rc=1
+    "$build"/tests/core_train_tests --gtest_brief=1 \
+      --gtest_filter='StepTimer.*:Device.*:DeviceSelection.*:StepHostReads.*:Accumulation.*' || rc=1
+  fi
+  return $rc
+}
+
+bench_resnet50() {
+  "$build"/batchlab bench --device "$device" --optimizer lars --format json "${r50[@]}" \
+    "${threads[@]}" >"$out/bench_resnet50.json"
+}
+
+bench_bert() {
+  "$build"/batchlab bench --device "$device" --optimizer lamb --format json "${bert[@]}" \
+    "${threads[@]}" >"$out/bench_bert.json"
+}
+
+# The same model, batch, precision and optimizer as bench_resnet50, through the trainer, on
+# experiments/configs/resnet50_synthetic.toml (the rehearsal shrinks it with --set).
+train_synthetic() {
+  local size=${train_size[0]} batch=${train_size[1]} classes=${train_size[2]}
+  local n=${train_size[3]} nsteps=${train_size[4]}
+  local sets=(--set "data.synthetic_size=$size" --set "data.synthetic_classes=$classes"
+    --set "batch.global=$batch" --set "data.train_size=$n" --set "data.test_size=$batch"
+    --set "data.eval_train_samples=$batch" --set "schedule.steps=$nsteps"
+    --set "train.device=$device")
+  if ((rehearse)); then sets+=(--set train.precision=fp32 --set train.threads=1); fi
+  rm -f "$out/train.db"
+  "$build"/batchlab train experiments/configs/resnet50_synthetic.toml --db "$out/train.db" \
+    "${sets[@]}" &&
+    "$build"/batchlab query --db "$out/train.db" --format json \
+      "SELECT step, samples_per_s FROM steps ORDER BY step" >"$out/train_steps.json"
+}
+
+optimizers() {
+  local rc=0
+  for m in "${optim_models[@]}"; do
+    "$build"/bench/optim_device_bench --device="$device" --model="$m" --benchmark_format=json \
+      "${bench_flags[@]}" >"$out/optim_$m.json" || rc=1
+  done
+  return $rc
+}
+
+if ((!rehearse)); then step unpack unpack; else printf 'unpack\tskipped\t0\n' | tee -a "$steps_file"; fi
+if ((!rehearse)); then step configure configure; else printf 'configure\tskipped\t0\n' | tee -a "$steps_file"; fi
+step build build_targets
+step tests tests
+step bench_resnet50 bench_resnet50
+step bench_bert bench_bert
+step train_synthetic train_synthetic
+step optimizers optimizers
+mode=gpu
+((rehearse)) && mode=rehearsal
+python3 scripts/gpu/job_results.py "$out" --mode "$mode" >"$out/results.log" 2>&1
+rc=$?
+printf 'results\t%s\t0\n' "$rc" | tee -a "$steps_file"
+cat "$out/results.log"
+# Exit status: the results file's verdict (every step ran and produced its figures).
+exit $rc

@@ -17,6 +17,19 @@ TEST(EnumRules, OptimName) {
              "must be one of sgd, nesterov, adam, adamw, lars or lamb; did you mean lars?");
 }
 
+TEST(EnumRules, OptimImplementation) {
+  expect_one(doc("optim", "implementation = \"fused\""), "optim.implementation", 3, 18,
+             "must be one of auto, foreach or per_tensor");
+  EXPECT_EQ(
+      parse_ok(doc("optim", "name = \"lamb\"\nimplementation = \"foreach\"")).optim.implementation,
+      "foreach");
+  EXPECT_EQ(parse_ok(doc("optim", "name = \"lars\"")).optim.implementation, "auto");
+  // Only LARS and LAMB have more than one implementation.
+  expect_one(doc("optim", "implementation = \"foreach\""), "optim.implementation", 3, 18,
+             "chooses the step code of lars and lamb only; optim.name = \"sgd\" is LibTorch's "
+             "own: remove the key or set it to \"auto\"");
+}
+
 TEST(EnumRules, OptimScaling) {
   expect_one(doc("optim", "scaling = \"quadratic\""), "optim.scaling", 3, 11,
              "must be one of none, linear or sqrt");

@@ -1,7 +1,7 @@
 // Reproduces the float64 trajectories of timm's Lars and Lamb (timm/optim/lars.py, lamb.py at
 // commit 9d8ccd2b) vendored in tests/data/golden/optim: every parameter after every step, relative
-// error below 1e-9, through both the fused CPU loops and the ATen-op path, with one and two
-// threads.
+// error below 1e-9, through all three implementations (the fused CPU loops, the multi-tensor
+// `_foreach_*` path a GPU takes, and the per-tensor ATen-op path), with one and two threads.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -50,15 +50,22 @@ double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
   return ((got - want).abs() / denom).max().item<double>();
 }
 
+enum class Path { fused, foreach, per_tensor };
+
 struct Case {
   std::string file;
-  bool fused;
+  Path path;
   int threads;
+  bool fused() const { return path == Path::fused; }
+  bool foreach () const { return path != Path::per_tensor; }
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string stem = fs::path(info.param.file).stem().string();
-  return stem + (info.param.fused ? "_fused" : "_aten") + "_t" + std::to_string(info.param.threads);
+  const char* path = info.param.path == Path::fused     ? "_fused"
+                     : info.param.path == Path::foreach ? "_foreach"
+                                                        : "_per_tensor";
+  return stem + path + "_t" + std::to_string(info.param.threads);
 }
 
 class GoldenTrajectory : public testing::TestWithParam<Case> {
@@ -108,7 +115,8 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
                                            .always_adapt(opt.at("always_adapt").get<bool>())
                                            .adapt(wd != 0.0)
                                            .lr_in_momentum(false)
-                                           .fused(c.fused)));
+                                           .fused(c.fused())
+                                           .foreach (c.foreach ())));
     } else {
       const auto betas = opt.at("betas").get<std::vector<double>>();
       const double max_norm =
@@ -124,7 +132,8 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
                                            .trust_clip(opt.at("trust_clip").get<bool>())
                                            .always_adapt(opt.at("always_adapt").get<bool>())
                                            .adapt(wd != 0.0)
-                                           .fused(c.fused)));
+                                           .fused(c.fused())
+                                           .foreach (c.foreach ())));
     }
   }
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -157,8 +166,8 @@ TEST_P(GoldenTrajectory, MatchesTimmInFloat64) {
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (const std::string& f : golden_files()) {
-    for (bool fused : {true, false}) {
-      for (int threads : {1, 2}) out.push_back({f, fused, threads});
+    for (Path path : {Path::fused, Path::foreach, Path::per_tensor}) {
+      for (int threads : {1, 2}) out.push_back({f, path, threads});
     }
   }
   return out;

@@ -1,5 +1,6 @@
 #include "experiments/data/synthetic_images.h"
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -128,6 +129,42 @@ TEST(ImageDataset, NegativeSizeIsAnInternalError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("internal error"), std::string::npos) << e.what();
   }
+}
+
+TEST(SyntheticImages, ConfiguredShapeFromTheDataKeys) {
+  // data.synthetic_*: an RGB shape with many classes (ImageNet's is 3 x 224 x 224, 1000).
+  config::DataConfig data;
+  data.dataset = "synthetic";
+  data.train_size = 24;
+  data.test_size = 8;
+  data.synthetic_channels = 3;
+  data.synthetic_size = 64;
+  data.synthetic_classes = 100;
+  const ImageDataset ds = load_image_dataset(data);
+  EXPECT_EQ(ds.train_images.sizes(), (std::vector<int64_t>{24, 3, 64, 64}));
+  EXPECT_EQ(ds.test_images.sizes(), (std::vector<int64_t>{8, 3, 64, 64}));
+  EXPECT_EQ(ds.num_classes, 100);
+  EXPECT_EQ(ds.mean.size(), 3u);
+  EXPECT_GE(ds.train_labels.min().item<int64_t>(), 0);
+  EXPECT_LT(ds.train_labels.max().item<int64_t>(), 100);
+  // Not a constant image: the prototypes are drawn.
+  EXPECT_GT(ds.train_images.to(torch::kFloat).std().item<double>(), 10.0);
+}
+
+TEST(SyntheticImages, SameImagesAtAnyThreadCount) {
+  SyntheticImageOptions o;
+  o.channels = 3;
+  o.height = o.width = 48;
+  o.num_classes = 50;
+  const int saved = at::get_num_threads();
+  at::set_num_threads(1);
+  const ImageDataset one = make_synthetic_images(16, 4, 9, o);
+  at::set_num_threads(2);
+  const ImageDataset two = make_synthetic_images(16, 4, 9, o);
+  at::set_num_threads(saved);
+  EXPECT_TRUE(torch::equal(one.train_images, two.train_images));
+  EXPECT_TRUE(torch::equal(one.train_labels, two.train_labels));
+  EXPECT_TRUE(torch::equal(one.test_images, two.test_images));
 }
 
 TEST(ImageDataset, NormalizeImages) {
