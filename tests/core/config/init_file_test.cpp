@@ -85,8 +85,10 @@ TEST_F(InitFile, AMissingFileIsADiagnosticNamingTheKeyAndThePath) {
   ASSERT_EQ(d.size(), 1u) << describe(d);
   EXPECT_NE(d[0].value.find(path), std::string::npos) << d[0].to_string();
   EXPECT_NE(d[0].rule.find("torch.save(model.state_dict(), f)"), std::string::npos);
+  // A folder is read as a Hugging Face save_pretrained folder: one without config.json is refused
+  // as such (tests/cli/hf_interchange_test.cpp has the folders that load).
   testing::expect_one(config_with(init_line(dir_.string())), "model.init_from", 3, 13,
-                      "not a file");
+                      "a folder without config.json");
 }
 
 TEST_F(InitFile, ARecordedHashMustStillMatchTheFile) {
