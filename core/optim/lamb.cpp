@@ -315,8 +315,7 @@ void Lamb::step_with_grad_norm(const GradNorm& grad_norm) {
       const torch::Tensor& tr = st.trust_ratio();
       const bool fusable = o.fused() && host_clip && !g.is_sparse() &&
                            detail::fusable({&p, &g, &st.exp_avg(), &st.exp_avg_sq()}) &&
-                           (!adapted(o) || !tr.defined() ||
-                            (tr.device().is_cpu() && tr.scalar_type() == at::kDouble));
+                           (!adapted(o) || detail::fusable_trust_ratio(tr));
       if (!fusable && o.foreach () && !g.is_sparse()) {
         multi.push_back({p, g, &st, &o, group_index});  // its trust ratio is made there
         continue;

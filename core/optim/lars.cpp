@@ -266,8 +266,7 @@ torch::Tensor Lars::step(LossClosure closure) {
       const bool fusable =
           o.fused() && !g.is_sparse() &&
           (buf.defined() ? detail::fusable({&p, &g, &buf}) : detail::fusable({&p, &g})) &&
-          (!adapted(o) || !tr.defined() ||
-           (tr.device().is_cpu() && tr.scalar_type() == at::kDouble));
+          (!adapted(o) || detail::fusable_trust_ratio(tr));
       if (!fusable && o.foreach () && !g.is_sparse()) {
         multi.push_back({p, g, &st, &o, group_index});  // its trust ratio is made there
         continue;

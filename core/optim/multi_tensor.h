@@ -77,6 +77,14 @@ void parallel_ranges(int64_t count, const std::function<void(int64_t, int64_t)>&
 // first tensor is the parameter; the others (grad, optimizer state) are compared with it.
 bool fusable(std::initializer_list<const at::Tensor*> tensors);
 
+// Whether a parameter's trust ratio can be written by the fused CPU loops: not made yet (the
+// fused step makes it on the host), or already a double scalar on the CPU. One a multi-tensor step
+// left on another device keeps the parameter off the fused path (LAMB and LARS share the rule).
+inline bool fusable_trust_ratio(const at::Tensor& trust_ratio) {
+  return !trust_ratio.defined() ||
+         (trust_ratio.device().is_cpu() && trust_ratio.scalar_type() == at::kDouble);
+}
+
 // Marks an in-place change made through a raw pointer, as ATen's in-place ops do, so autograd can
 // detect a tensor modified after it was saved for backward.
 void bump_version(const at::Tensor& t);
