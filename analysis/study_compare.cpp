@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "analysis/report.h"
 #include "analysis/study_report.h"
 #include "analysis/table_builder.h"
 #include "core/errors.h"
@@ -60,18 +61,8 @@ std::vector<double> seed_logs(const SideCells& side) {
   return out;
 }
 
-double mean(const std::vector<double>& v) {
-  double sum = 0.0;
-  for (double x : v) sum += x;
-  return sum / static_cast<double>(v.size());
-}
-
-double sample_variance(const std::vector<double>& v) {
-  const double m = mean(v);
-  double sum = 0.0;
-  for (double x : v) sum += (x - m) * (x - m);
-  return sum / static_cast<double>(v.size() - 1);
-}
+// The mean of a side's log steps (Stat: the run report's mean and sample deviation).
+double mean(const std::vector<double>& v) { return Stat::of(v).mean; }
 
 Verdict verdict_of(const results::Interval& interval) {
   if (interval.low > 1.0) return Verdict::kAHigher;
@@ -105,7 +96,8 @@ std::string missing_steps(const std::string& name, const SideCells* side) {
 // Welch's 95% interval on the difference of mean log steps, as a ratio (header).
 results::Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b) {
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
-  const double va = sample_variance(a), vb = sample_variance(b);
+  const double sa = Stat::of(a).stddev.value(), sb = Stat::of(b).stddev.value();
+  const double va = sa * sa, vb = sb * sb;
   const double se = std::sqrt(va / na + vb / nb);
   const double t =
       results::student_t_quantile(results::kIntervalHigh, results::welch_dof(va, na, vb, nb));
