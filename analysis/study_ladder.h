@@ -21,7 +21,7 @@ struct StudyLadder {
   std::string series;  // the fit series of its cells (study_report.h)
   std::string sweep_id;
   std::vector<int64_t> batches;  // measured (cells with rows), ascending
-  // flattening | ceiling | cap, or "" while the ladder may still climb.
+  // flattening | ceiling | cap | budget, or "" while the ladder may still climb.
   std::string stop;
   std::string why;            // results::describe_ladder_stop, or what it waits for
   std::vector<double> gains;  // steps(B) / steps(2B) per doubling the rule went through

@@ -23,7 +23,7 @@ namespace batchlab::cli {
 namespace {
 
 constexpr const char* kSweepUsage =
-    "batchlab sweep <plan|run|status|submit|simulate> SWEEP.toml [options]\n"
+    "batchlab sweep <plan|run|status|submit|simulate|cost> SWEEP.toml [options]\n"
     "  plan SWEEP.toml [--format table|json]                 expand and validate, run nothing\n"
     "  run SWEEP.toml [--workers N] [--devices LIST] [--retries K]\n"
     "                                                        run what is missing, locally\n"
@@ -35,6 +35,8 @@ constexpr const char* kSweepUsage =
     "                                                        coordinator as a Slurm job\n"
     "  simulate STUDY.toml --from DB [--workers 2,8,64]      a study's makespan under both\n"
     "                                                        trial orders, replayed from DB\n"
+    "  cost STUDY.toml --from PLAIN.db [--workers N]         the search rules' samples and time\n"
+    "                                                        against a plain grid's recording\n"
     "A spec with a [study] section is a scaling study: plan shows its cells and first trials, run\n"
     "searches each cell's learning rate raced to the target, status shows cells and trials\n"
     "(docs/sweeps.md). Run `batchlab sweep <subcommand> --help` for its options.";
@@ -68,6 +70,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   if (sub == "status") return cmd_sweep_status(rest);
   if (sub == "submit") return cmd_sweep_submit(rest);
   if (sub == "simulate") return cmd_sweep_simulate(rest);
+  if (sub == "cost") return cmd_sweep_cost(rest);
   if (sub == "slurm-task") return cmd_sweep_slurm_task(rest);
   if (sub == "slurm-coordinator") return cmd_sweep_slurm_coordinator(rest);
   throw UsageError(fmt::format("unknown sweep subcommand '{}'\nusage: {}", sub, kSweepUsage));

@@ -16,6 +16,8 @@ int cmd_sweep_status(const std::vector<std::string>& args);
 int cmd_sweep_submit(const std::vector<std::string>& args);
 // Makespans of a study under both scheduling orders, replayed from a finished run's records.
 int cmd_sweep_simulate(const std::vector<std::string>& args);
+// The search rules' cost against a plain stop_at_target grid, replayed from its recording.
+int cmd_sweep_cost(const std::vector<std::string>& args);
 // Internal: one task of a Slurm job array (what the generated sbatch script runs).
 int cmd_sweep_slurm_task(const std::vector<std::string>& args);
 

@@ -40,7 +40,8 @@ std::vector<std::optional<sweeps::Job>> first_trials(const study::StudyPlan& pla
   std::vector<std::optional<sweeps::Job>> out;
   for (size_t c = 0; c < plan.cells.size(); ++c) {
     const auto& cell = plan.cells[c];
-    if (!plan.study().lr_center && cell.previous) {
+    const bool rerun = plan.study().later_seeds != sweeps::LaterSeeds::search && cell.first_seed;
+    if ((!plan.study().lr_center && cell.previous) || rerun) {
       out.emplace_back();
       continue;
     }
@@ -130,6 +131,9 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
   const auto& st = plan.study();
   auto centre_of = [&](size_t c) -> std::string {
     if (firsts[c]) return lr_text(firsts[c]->base_lr);
+    if (st.later_seeds != sweeps::LaterSeeds::search && plan.cells[c].first_seed) {
+      return fmt::format("seed {}'s best", plan.job(*plan.cells[c].first_seed).seed);
+    }
     return fmt::format("best of batch {}", plan.job(*plan.cells[c].previous).global_batch);
   };
   auto status_of = [&](size_t c) {
@@ -185,10 +189,13 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
     }
     fmt::format_to(std::back_inserter(out), "{}", results::format_table(table));
     fmt::format_to(std::back_inserter(out),
-                   "\n{} cells, each a learning-rate search raced to {} {} {} (factor {}, at most "
+                   "\n{} cells, each a learning-rate search {} {} {} {} (factor {}, at most "
                    "{} points, {} evaluations per octave); the first trial of a cell is its "
                    "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
-                   plan.cells.size(), st.target_metric,
+                   plan.cells.size(),
+                   st.race ? "raced to"
+                           : "without race or pruning (a plain grid: every point runs to)",
+                   st.target_metric,
                    config::is_accuracy_metric(st.target_metric) ? ">=" : "<=", st.target_value,
                    st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results,
                    ctx.spec.runs_dir);
@@ -197,8 +204,21 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
           std::back_inserter(out),
           "batch ladder: {}..{}, doubling while the steps to target fall by more than "
           "{:g}x per doubling; it stops after {} doubling(s) in a row below that, at the "
-          "ceiling, or at a censored cell, and the cells above never open\n",
-          ladder->start, ladder->ceiling, ladder->min_gain, ladder->flat_doublings);
+          "ceiling, {}, and the cells above never open\n",
+          ladder->start, ladder->ceiling, ladder->min_gain, ladder->flat_doublings,
+          ladder->budget_stop && st.max_samples
+              ? "at a censored cell, or before a batch whose cap is below the steps the batch "
+                "under it needed"
+              : "or at a censored cell");
+    }
+    if (st.later_seeds == sweeps::LaterSeeds::rerun_best) {
+      fmt::format_to(std::back_inserter(out),
+                     "later seeds: one trial at the first seed's best rate at the same batch, its "
+                     "neighbours only if it does not reach\n");
+    } else if (st.later_seeds == sweeps::LaterSeeds::neighbours) {
+      fmt::format_to(std::back_inserter(out),
+                     "later seeds: the first seed's best rate at the same batch and its two "
+                     "neighbours, no more\n");
     }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace batchlab::results {
@@ -19,6 +20,17 @@ std::optional<double> rung_steps(const LadderRung& rung) {
   return std::exp(log_sum / static_cast<double>(rung.steps.size()));
 }
 
+// Whether the batch after `rung` is beyond the budget: its cap is below a seed's steps at `rung`.
+bool beyond_budget(const LadderRung& rung, const LadderRule& rule) {
+  if (!rule.budget_stop) return false;
+  const auto cap = study_max_cap_steps(rule.max_steps, rule.max_samples, 2 * rung.batch);
+  if (!cap) return false;
+  for (const auto& s : rung.steps) {
+    if (s && *s > static_cast<double>(*cap)) return true;
+  }
+  return false;
+}
+
 bool flattened(const std::vector<double>& gains, const LadderRule& rule) {
   const auto n = static_cast<size_t>(rule.flat_doublings);
   if (n == 0 || gains.size() < n) return false;
@@ -34,6 +46,14 @@ std::string doubling(const std::vector<LadderRung>& rungs, const LadderVerdict& 
 
 }  // namespace
 
+std::optional<int64_t> study_max_cap_steps(std::optional<int64_t> max_steps,
+                                           std::optional<int64_t> max_samples, int64_t batch) {
+  if (max_steps) return *max_steps;
+  if (!max_samples || batch <= 0) return std::nullopt;
+  // ceil(samples / batch), written so that no intermediate can overflow.
+  return *max_samples / batch + (*max_samples % batch != 0 ? 1 : 0);
+}
+
 const char* ladder_stop_name(LadderStop stop) {
   switch (stop) {
     case LadderStop::flattening:
@@ -42,6 +62,8 @@ const char* ladder_stop_name(LadderStop stop) {
       return "ceiling";
     case LadderStop::cap:
       return "cap";
+    case LadderStop::budget:
+      return "budget";
     case LadderStop::none:
       break;
   }
@@ -66,6 +88,10 @@ LadderVerdict walk_ladder(const std::vector<LadderRung>& rungs, const LadderRule
       v.stop = LadderStop::ceiling;
       return v;
     }
+    if (beyond_budget(rung, rule)) {
+      v.stop = LadderStop::budget;
+      return v;
+    }
   }
   return v;
 }
@@ -79,6 +105,18 @@ std::string describe_ladder_stop(const LadderVerdict& v, const std::vector<Ladde
     for (const auto& s : last.steps) censored += s ? 0 : 1;
     return fmt::format("cap (batch {}: {} of {} seed{} did not reach the target within the cap)",
                        last.batch, censored, last.steps.size(), last.steps.size() == 1 ? "" : "s");
+  }
+  if (v.stop == LadderStop::budget) {
+    double most = 0.0;
+    for (const auto& s : last.steps) most = std::max(most, s.value_or(0.0));
+    const int64_t next = 2 * last.batch;
+    return fmt::format(
+        "budget (batch {}'s cap of {} steps from {} is below the {:.0f} steps a seed needed at "
+        "{}: not run)",
+        next, study_max_cap_steps(rule.max_steps, rule.max_samples, next).value_or(0),
+        rule.max_steps ? fmt::format("max_steps {}", *rule.max_steps)
+                       : fmt::format("max_samples {}", rule.max_samples.value_or(0)),
+        most, last.batch);
   }
   if (v.stop == LadderStop::flattening) {
     std::string parts;

@@ -15,8 +15,10 @@
 //   [when."optim.name=lamb"] "optim.base_lr" = 0.004    overrides for the jobs that match; several
 //             conditions join with ',' ("optim.name=lars,batch.global=8192") and must all hold
 //   [study]   target = { metric = "val_acc", value = 0.88 }; lr_factor = 2; lr_points_max = 6;
-//             lr_center; max_samples | max_steps; evals_per_octave = 3; warmup = 0.05
-//             [study.ladder] start = 256; ceiling = 8192; min_gain = 1.3; flat_doublings = 2
+//             lr_center; max_samples | max_steps; evals_per_octave = 3; warmup = 0.05;
+//             later_seeds = "search" | "rerun_best"; race = true
+//             [study.ladder] start = 256; ceiling = 8192; min_gain = 1.3; flat_doublings = 2;
+//             budget_stop = true
 //             a learning-rate search per cell (the grid without the LR), raced to the target
 //             (StudySpec below; docs/sweeps.md "Studies")
 //
@@ -101,8 +103,20 @@ struct LadderSpec {
   int64_t ceiling = 0;  // start x 2^k
   double min_gain = results::kLadderDefaultMinGain;
   int64_t flat_doublings = results::kLadderDefaultFlatDoublings;
+  // A rung whose cap (from max_samples) is below the steps a seed needed at the rung under it is
+  // not opened (results/batch_ladder.h, LadderStop::budget); false opens it as before.
+  bool budget_stop = true;
   Location where;  // the [study.ladder] table
 };
+
+// How the cells of the seeds after the first (the first of [sweep] seeds) at a batch search:
+// search: each seed its own bracket, centred like the first seed's (the default);
+// neighbours: the first seed's best rate at that batch and its two neighbours, nothing more;
+// rerun_best: one trial at the first seed's best rate at that batch; its two neighbours (then the
+//   usual bracket) only when that trial does not reach the target. The seeds then measure the
+//   spread of steps to target at a rate chosen on another seed (steps-to-target-method.md,
+//   "Seeds": rerun the best setting with more seeds) at about a third of the cost.
+enum class LaterSeeds { search, neighbours, rerun_best };
 
 // The [study] section: every cell (one combination of the grid, which must not sweep the learning
 // rate) gets a learning-rate search raced to a validation target (sweeps/study_*.h).
@@ -119,6 +133,11 @@ struct StudySpec {
                          // sets a schedule.warmup_* key itself
   int64_t prune_min_evals = 3;       // a trial's evaluations past warmup before it may be pruned
   double prune_min_fraction = 0.5;   // and the fraction of the race leader's steps it must pass
+  // false: no race and no pruning, every point of a bracket trains until it reaches the target
+  // or its cap: the plain stop_at_target grid of the same points, the baseline of the study's
+  // cost (`batchlab sweep cost`). Neither key changes a trial's config or a cell id.
+  bool race = true;
+  LaterSeeds later_seeds = LaterSeeds::search;
   std::optional<LadderSpec> ladder;  // the batches as a ladder rather than a batch.global list
   Location where;                    // the [study] table
   Location target_where;             // its target (messages about the target name this position)

@@ -70,6 +70,7 @@ class SpecReader {
   // assigns.
   void read_study(const toml::table& doc, SweepSpec& spec);
   void read_study_target(const toml::node& node, StudySpec& study);
+  void read_study_search_keys(const toml::table& table, StudySpec& study);
   void check_study_owned_keys(const SweepSpec& spec);
 
   std::string source_;

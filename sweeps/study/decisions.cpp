@@ -145,10 +145,20 @@ bool ranks_before(const TrialView& a, const TrialView& b, const Goal& goal) {
 }
 
 BracketStep next_bracket_step(const std::vector<TrialView>& trials, const Goal& goal,
-                              int64_t lr_points_max) {
+                              int64_t lr_points_max, BracketStart start) {
   BracketStep step;
   if (trials.empty()) {
-    step.add = {0, -1, 1};
+    step.add = start == BracketStart::one ? std::vector<int64_t>{0} : std::vector<int64_t>{0, -1, 1};
+    return step;
+  }
+  if (start == BracketStart::one && trials.size() == 1) {
+    if (!trials[0].ended) return step;
+    if (steps_to_target(trials[0].curve, goal)) {
+      step.complete = true;
+      step.best = 0;
+    } else {
+      step.add = {-1, 1};
+    }
     return step;
   }
   size_t best = 0;

@@ -145,6 +145,7 @@ void StudyEngine::State::finish(size_t t, const TrialEnd& end) {
 
 // The race and pruning for every running trial; a request is only ever made earlier.
 void StudyEngine::State::race_and_prune() {
+  if (!plan.study().race) return;  // the plain grid: every trial to its target or cap
   for (size_t c = 0; c < cells.size(); ++c) {
     const auto& list = cells[c].trials;
     if (list.empty()) continue;
@@ -163,11 +164,13 @@ void StudyEngine::State::race_and_prune() {
   }
 }
 
-// Expected samples of a cell's first bracket (3 trials at its cap: the stored cap once open,
+// Expected samples of a cell's first bracket (3 trials at its cap, 1 for a rerun: the stored cap once open,
 // the cap it would get now otherwise).
 double StudyEngine::State::cell_work(size_t c) const {
   const int64_t cap = cells[c].open ? cells[c].row.cap_steps : cap_of(c);
-  return 3.0 * static_cast<double>(cap) * static_cast<double>(plan.job(c).global_batch);
+  const double first_trials =
+      rerun_of(c) && plan.study().later_seeds == LaterSeeds::rerun_best ? 1.0 : 3.0;
+  return first_trials * static_cast<double>(cap) * static_cast<double>(plan.job(c).global_batch);
 }
 
 // The expected work of `c` and of every unfinished cell above it in its line.
@@ -206,7 +209,9 @@ void StudyEngine::State::launch() {
     const auto t = next_pending();
     if (!t) return;
     Trial& trial = trials[*t];
-    trial.stop = race_stop(views(trial.cell), position_in_cell(*t), goal);
+    // A trial that starts after another of its cell reached starts with the race's stop in place
+    // (none in the plain grid of race = false).
+    if (plan.study().race) trial.stop = race_stop(views(trial.cell), position_in_cell(*t), goal);
     trial.phase = Phase::running;
     ++summary.started;
     observer.trial_started(trial.job, trial.row, trial.cell);

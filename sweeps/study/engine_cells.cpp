@@ -22,10 +22,18 @@ CellAnswers StudyEngine::State::answers() const {
 
 // A ladder opens a batch only when the rule allows it, whatever the centre; otherwise a cell
 // waits for the batch below it unless lr_center gives every centre.
+// Under later_seeds = "rerun_best" a later seed's cell also waits for the first seed's cell at
+// its batch, whose best rate it reruns.
 bool StudyEngine::State::ready(size_t c, const CellAnswers& answered) const {
+  if (const auto first = rerun_of(c); first && !cells[*first].complete) return false;
   if (plan.study().ladder) return ladder_allows(plan, answered, c);
   const auto& previous = plan.cells[c].previous;
   return plan.study().lr_center || !previous || cells[*previous].complete;
+}
+
+std::optional<size_t> StudyEngine::State::rerun_of(size_t c) const {
+  if (plan.study().later_seeds == LaterSeeds::search) return std::nullopt;
+  return plan.cells[c].first_seed;
 }
 
 // Tells the observer once per group when its ladder stops.
@@ -42,6 +50,9 @@ void StudyEngine::State::announce_ladder_stops() {
 }
 
 double StudyEngine::State::centre_of(size_t c) const {
+  if (const auto first = rerun_of(c); first && cells[*first].row.best_lr) {
+    return *cells[*first].row.best_lr;
+  }
   if (plan.study().lr_center) return *plan.study().lr_center;
   const auto& previous = plan.cells[c].previous;
   if (previous && cells[*previous].row.best_lr) return *cells[*previous].row.best_lr;
@@ -134,13 +145,23 @@ void StudyEngine::State::complete_cell(size_t c, size_t best_position) {
   observer.cell_completed(row, c);
 }
 
+// A later seed's cell under later_seeds = "neighbours" runs its three points and no more; under
+// "rerun_best" it starts with the first seed's best alone.
+BracketStep StudyEngine::State::bracket_step(size_t c) const {
+  const auto mode = rerun_of(c) ? plan.study().later_seeds : LaterSeeds::search;
+  if (mode == LaterSeeds::neighbours) return next_bracket_step(views(c), goal, 3);
+  return next_bracket_step(views(c), goal, plan.study().lr_points_max,
+                           mode == LaterSeeds::rerun_best ? BracketStart::one
+                                                          : BracketStart::three);
+}
+
 // Cells whose trials all ended decide: more points (recorded together, in one transaction, so
 // a resume sees all of them or none), or done.
 bool StudyEngine::State::advance_cells() {
   bool changed = false;
   for (size_t c = 0; c < cells.size(); ++c) {
     if (!cells[c].open || cells[c].complete) continue;
-    const BracketStep step = next_bracket_step(views(c), goal, plan.study().lr_points_max);
+    const BracketStep step = bracket_step(c);
     std::vector<results::StudyTrialRow> decided;
     for (int64_t k : step.add) decided.push_back(trials[add_trial(c, k)].row);
     store.write_study_trials(decided);

@@ -89,11 +89,14 @@ struct StudyEngine::State {
   // ---- cells (sweeps/study/engine_cells.cpp)
   CellAnswers answers() const;
   bool ready(size_t c, const CellAnswers& answered) const;
+  // The first seed's cell whose best rate `c` starts from (later_seeds other than search).
+  std::optional<size_t> rerun_of(size_t c) const;
   void announce_ladder_stops();
   double centre_of(size_t c) const;
   int64_t cap_of(size_t c) const;
   bool open_ready_cells();
   size_t add_trial(size_t c, int64_t lr_index);
+  BracketStep bracket_step(size_t c) const;
   void complete_cell(size_t c, size_t best_position);
   bool advance_cells();
   void settle();

@@ -38,8 +38,16 @@ RungsBelow answered_rungs(const StudyPlan& plan, const CellAnswers& answers,
 
 }  // namespace
 
-results::LadderRule ladder_rule(const LadderSpec& ladder) {
-  return results::LadderRule{ladder.ceiling, ladder.min_gain, ladder.flat_doublings};
+results::LadderRule ladder_rule(const StudySpec& study) {
+  const LadderSpec& ladder = *study.ladder;
+  results::LadderRule rule;
+  rule.ceiling = ladder.ceiling;
+  rule.min_gain = ladder.min_gain;
+  rule.flat_doublings = ladder.flat_doublings;
+  rule.max_steps = study.max_steps;
+  rule.max_samples = study.max_samples;
+  rule.budget_stop = ladder.budget_stop;
+  return rule;
 }
 
 RungsBelow rungs_below(const StudyPlan& plan, const CellAnswers& answers, size_t c) {
@@ -51,13 +59,13 @@ bool ladder_allows(const StudyPlan& plan, const CellAnswers& answers, size_t c) 
   if (!ladder) return true;
   const RungsBelow below = rungs_below(plan, answers, c);
   if (!below.complete) return false;
-  return results::walk_ladder(below.rungs, ladder_rule(*ladder)).stop == results::LadderStop::none;
+  return results::walk_ladder(below.rungs, ladder_rule(plan.study())).stop == results::LadderStop::none;
 }
 
 bool ladder_closed(const StudyPlan& plan, const CellAnswers& answers, size_t c) {
   const auto& ladder = plan.study().ladder;
   if (!ladder) return false;
-  return results::walk_ladder(rungs_below(plan, answers, c).rungs, ladder_rule(*ladder)).stop !=
+  return results::walk_ladder(rungs_below(plan, answers, c).rungs, ladder_rule(plan.study())).stop !=
          results::LadderStop::none;
 }
 
@@ -65,7 +73,7 @@ std::optional<std::string> ladder_stop_of(const StudyPlan& plan, const CellAnswe
                                           const std::string& group) {
   const auto& ladder = plan.study().ladder;
   if (!ladder) return std::nullopt;
-  const auto rule = ladder_rule(*ladder);
+  const auto rule = ladder_rule(plan.study());
   const RungsBelow all = answered_rungs(plan, answers, group, ladder->ceiling + 1);
   const auto verdict = results::walk_ladder(all.rungs, rule);
   if (verdict.stop == results::LadderStop::none) return std::nullopt;

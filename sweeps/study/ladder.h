@@ -23,7 +23,8 @@ namespace batchlab::sweeps::study {
 // nullptr.
 using CellAnswers = std::vector<const results::StudyCellRow*>;
 
-results::LadderRule ladder_rule(const LadderSpec& ladder);
+// The rule of a study's [study.ladder] (the study has one), with its cap keys.
+results::LadderRule ladder_rule(const StudySpec& study);
 
 // The rungs of `c`'s group below `c`'s batch, ascending, as far as every cell of a rung has its
 // answer; `complete` says whether that covers every rung below.

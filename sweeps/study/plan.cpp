@@ -12,6 +12,7 @@
 #include "core/config/loader.h"
 #include "core/config/sha256.h"
 #include "core/config/validation.h"
+#include "results/batch_ladder.h"
 #include "results/scaling_fit.h"
 #include "sweeps/derived.h"
 
@@ -56,11 +57,8 @@ Diagnostic at(const SweepSpec& spec, Location where, std::string key, std::strin
 
 // The cap in steps a cell's trials get at most.
 std::optional<int64_t> max_cap(const StudySpec& study, const Job& job) {
-  if (study.max_steps) return *study.max_steps;
-  if (study.max_samples) {
-    // ceil(samples / batch), written so that no intermediate can overflow.
-    const int64_t samples = *study.max_samples;
-    return samples / job.global_batch + (samples % job.global_batch != 0 ? 1 : 0);
+  if (auto cap = results::study_max_cap_steps(study.max_steps, study.max_samples, job.global_batch)) {
+    return cap;
   }
   if (job.derived.total_steps && *job.derived.total_steps > 0) return job.derived.total_steps;
   return std::nullopt;
@@ -114,6 +112,20 @@ void link_lines(const Plan& plan, std::vector<Cell>& cells) {
   }
 }
 
+// The first seed's cell of each later seed's cell: the first in plan order with the same group
+// and batch.
+void link_seeds(const Plan& plan, std::vector<Cell>& cells) {
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const int64_t batch = plan.jobs[cells[c].job].global_batch;
+    for (size_t j = 0; j < c; ++j) {
+      if (cells[j].group == cells[c].group && plan.jobs[cells[j].job].global_batch == batch) {
+        cells[c].first_seed = j;
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions& options) {
@@ -146,6 +158,7 @@ StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions&
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));
   link_lines(plan, out.cells);
+  link_seeds(plan, out.cells);
   return out;
 }
 

@@ -35,6 +35,9 @@ struct Cell {
   std::string line;                // its coordinates without batch.global
   std::string group;               // ... and without train.seed: the lines a ladder moves together
   std::optional<size_t> previous;  // the cell of the next smaller batch in the same line
+  // For a cell of a seed after the first: the first seed's cell at the same batch in the same
+  // group (the seeds are the slowest-varying dimension, so it comes first in plan order).
+  std::optional<size_t> first_seed;
   int64_t max_cap_steps = 0;       // from max_samples / max_steps (or the job's own schedule)
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/errors.h"
@@ -14,13 +15,23 @@ namespace batchlab::sweeps::study {
 
 namespace {
 
-// What defines a trial across databases: its cell's coordinates and its rate.
+// What defines a trial across databases: its cell and its rate. The cell is its id where the
+// recorded trial's cell is one of the plan's (the same spec: the id hashes the config without the
+// rate, so two LARS lines that differ only in the trust coefficient stay apart), else its
+// optimizer, batch and seed.
 using TrialKey = std::tuple<std::string, int64_t, int64_t, double>;
 
-TrialKey key_of(const std::string& optimizer, int64_t batch, int64_t seed, double lr) {
+TrialKey key_of(const std::string& cell, int64_t batch, int64_t seed, double lr) {
   // Rates are centre x factor^k: round to 12 significant digits so both sides agree.
   const double rounded = std::stod(fmt::format("{:.12g}", lr));
-  return {optimizer, batch, seed, rounded};
+  return {cell, batch, seed, rounded};
+}
+
+// The plan's cell of a trial job: the cell whose coordinates are the trial's without the rate.
+std::map<std::vector<std::string>, std::string> cells_by_coordinates(const StudyPlan& plan) {
+  std::map<std::vector<std::string>, std::string> out;
+  for (size_t c = 0; c < plan.cells.size(); ++c) out[plan.job(c).coordinates] = plan.cells[c].cell_id;
+  return out;
 }
 
 struct RecordedTrial {
@@ -33,9 +44,15 @@ struct RecordedTrial {
 
 class RecordedTrialSource : public TrialSource {
  public:
-  RecordedTrialSource(results::Store& recorded, size_t workers) : slots_(workers) {
-    std::map<std::string, std::string> outcomes;
-    for (const auto& t : recorded.read_study_trials()) outcomes[t.run_id] = t.outcome;
+  RecordedTrialSource(const StudyPlan& plan, results::Store& recorded, size_t workers)
+      : slots_(workers), cells_(cells_by_coordinates(plan)) {
+    std::set<std::string> planned;
+    for (const auto& cell : plan.cells) planned.insert(cell.cell_id);
+    std::map<std::string, std::string> outcomes, cell_of_run;
+    for (const auto& t : recorded.read_study_trials()) {
+      outcomes[t.run_id] = t.outcome;
+      if (planned.count(t.cell_id) > 0) cell_of_run[t.run_id] = t.cell_id;
+    }
     for (const auto& run : recorded.list_runs()) {
       if (!run.optimizer || !run.global_batch || !run.seed || !run.base_lr) continue;
       const auto start = run.started_at ? results::utc_seconds(*run.started_at) : std::nullopt;
@@ -59,7 +76,9 @@ class RecordedTrialSource : public TrialSource {
         if (outcome != outcomes.end()) t.stop_reason = outcome->second;
       }
       t.last_step = t.evals.empty() ? 0 : t.evals.back().step;
-      record_[key_of(*run.optimizer, *run.global_batch, *run.seed, *run.base_lr)] = std::move(t);
+      const auto cell = cell_of_run.find(run.run_id);
+      const std::string& where = cell != cell_of_run.end() ? cell->second : *run.optimizer;
+      record_[key_of(where, *run.global_batch, *run.seed, *run.base_lr)] = std::move(t);
     }
     if (record_.empty()) {
       throw InputError("the recorded study has no runs with their optimizer, batch, seed and rate");
@@ -77,7 +96,15 @@ class RecordedTrialSource : public TrialSource {
     r.start = now_;
     r.stop = stop;
     r.stop_time = now_;
-    auto it = record_.find(key_of(trial.optimizer, trial.global_batch, trial.seed, trial.base_lr));
+    auto it = record_.end();
+    std::vector<std::string> coordinates = trial.coordinates;
+    if (!coordinates.empty()) coordinates.pop_back();  // the rate
+    if (auto cell = cells_.find(coordinates); cell != cells_.end()) {
+      it = record_.find(key_of(cell->second, trial.global_batch, trial.seed, trial.base_lr));
+    }
+    if (it == record_.end()) {
+      it = record_.find(key_of(trial.optimizer, trial.global_batch, trial.seed, trial.base_lr));
+    }
     if (it == record_.end()) {
       ++missing_;
       r.missing = true;
@@ -121,6 +148,7 @@ class RecordedTrialSource : public TrialSource {
 
   double makespan() const { return started_ == 0 ? 0.0 : last_end_ - first_start_; }
   double busy() const { return busy_s_; }
+  double overhead() const { return overhead_s_; }
   size_t started() const { return started_; }
   size_t missing() const { return missing_; }
 
@@ -159,6 +187,9 @@ class RecordedTrialSource : public TrialSource {
       const bool stops =
           r.stop && e.step >= r.stop->step && eval_time(r, r.next - 1) >= r.stop_time;
       if (!stops) return false;
+      // What the record spent besides training (start-up, every evaluation, the final test
+      // evaluation, exit), counted in full for a trial stopped early: an upper bound of its own.
+      overhead_s_ += std::max(0.0, r.record->duration_s - r.record->evals.back().wall_s);
       events.ended.push_back(
           {r.run_id, "stopped", r.stop->at_step(e.step), r.stop->reason, e.step, delivered(r)});
       return true;
@@ -170,10 +201,11 @@ class RecordedTrialSource : public TrialSource {
   }
 
   size_t slots_;
+  std::map<std::vector<std::string>, std::string> cells_;
   std::map<TrialKey, RecordedTrial> record_;
   std::vector<Running> running_;
   double now_ = 0.0, first_start_ = std::numeric_limits<double>::infinity(), last_end_ = 0.0;
-  double busy_s_ = 0.0;
+  double busy_s_ = 0.0, overhead_s_ = 0.0;
   size_t started_ = 0, missing_ = 0;
 };
 
@@ -182,7 +214,7 @@ class RecordedTrialSource : public TrialSource {
 SimulationResult simulate_study(const StudyPlan& plan, results::Store& recorded,
                                 const std::string& scratch_db, size_t workers,
                                 SchedulePolicy policy) {
-  RecordedTrialSource source(recorded, workers);
+  RecordedTrialSource source(plan, recorded, workers);
   results::Store scratch(scratch_db);
   StudyObserver quiet;
   StudyEngine engine(plan, scratch, "simulation", source, quiet, policy);
@@ -192,11 +224,14 @@ SimulationResult simulate_study(const StudyPlan& plan, results::Store& recorded,
   out.workers = workers;
   out.makespan_s = source.makespan();
   out.busy_s = source.busy();
+  out.stopped_overhead_s = source.overhead();
   out.trials = source.started();
   out.missing = source.missing();
   out.cells = summary.cells;
   out.reached = summary.reached;
   out.censored = summary.censored;
+  out.samples = summary.samples_trained;
+  out.cell_rows = scratch.read_study_cells("simulation");
   return out;
 }
 

@@ -5,8 +5,9 @@
 // virtual time t0 delivers its stored evaluations at t0 + evals.wall_s and ends at t0 + its run's
 // duration (runs.finished_at - runs.started_at), or earlier, at its first evaluation at or past a
 // stop request's step that comes after the request. Trials are matched by what defines them
-// (optimizer, batch, seed and learning rate), not by run id, so a cell whose cap the fit set
-// differently still finds its trials. What the record cannot say is kept as recorded: a trial the
+// (their cell, or where the record's cells are not the plan's its optimizer, batch and seed; and
+// the learning rate), not by run id, so a cell whose cap the fit set differently still finds its
+// trials. What the record cannot say is kept as recorded: a trial the
 // decisions would run past the end of its record ends there, as it ended (pruned, stopped by the
 // race, reached). A trial the record does not have at all is counted in `missing` and ends at once
 // without an evaluation, so a simulation whose decisions left the record says so.
@@ -33,9 +34,16 @@ struct SimulationResult {
   size_t workers = 0;
   double makespan_s = 0.0;  // virtual seconds from the first start to the last end
   double busy_s = 0.0;      // the trials' durations summed (the same work under every order)
+  // The virtual clock ends a trial stopped early at its evaluation's training clock (evals.wall_s),
+  // without the start-up, evaluations and exit its run spent besides; this adds, for every such
+  // trial, all of its record's time besides training (duration - last evaluation's wall_s): an
+  // upper bound, so busy_s + stopped_overhead_s never flatters a rule that stops trials.
+  double stopped_overhead_s = 0.0;
   size_t trials = 0;        // trials started
   size_t missing = 0;       // trials the record does not have
   size_t cells = 0, reached = 0, censored = 0;
+  int64_t samples = 0;                          // the trials' samples_trained summed
+  std::vector<results::StudyCellRow> cell_rows;  // every cell the replay opened, as it ended
 };
 
 // Runs the study of `plan` with `workers` slots against the trials recorded in `recorded` (a

@@ -18,11 +18,11 @@ namespace batchlab::sweeps {
 namespace {
 
 const std::vector<std::string> kStudyKeys = {
-    "evals_per_octave",   "ladder",        "lr_center",
-    "lr_factor",          "lr_points_max", "max_samples",
-    "max_steps",          "target",        "prune_min_evals",
-    "prune_min_fraction", "warmup"};
-const std::vector<std::string> kLadderKeys = {"start", "ceiling", "min_gain", "flat_doublings"};
+    "evals_per_octave", "ladder",          "later_seeds", "lr_center",          "lr_factor",
+    "lr_points_max",    "max_samples",     "max_steps",   "target",             "prune_min_evals",
+    "race",             "prune_min_fraction", "warmup"};
+const std::vector<std::string> kLadderKeys = {"start", "ceiling", "min_gain", "flat_doublings",
+                                              "budget_stop"};
 constexpr const char* kBatchKey = "batch.global";
 // A ladder of more doublings would take longer than any study is meant to run, and start x 2^k
 // must stay a count a config accepts.
@@ -128,6 +128,15 @@ void read_ladder_rule(const toml::table& table, std::optional<int64_t> k, Ladder
                        most, k ? fmt::format("{} ", *k) : std::string())});
     } else {
       ladder.flat_doublings = v->as_integer()->get();
+    }
+  }
+  if (const toml::node* v = table.get("budget_stop")) {
+    if (!v->is_boolean()) {
+      problems.push_back({location_of(*v), "study.ladder.budget_stop", config::render_node(*v),
+                          "must be true or false: whether a batch whose cap (from max_samples) "
+                          "is below the steps a seed needed at the batch under it stays closed"});
+    } else {
+      ladder.budget_stop = v->as_boolean()->get();
     }
   }
 }
@@ -301,6 +310,7 @@ void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
           "trial is only ever stopped by the race, never pruned)")) {
     study.prune_min_fraction = *v;
   }
+  read_study_search_keys(*table, study);
   if (const toml::node* node = table->get("ladder")) {
     std::vector<LadderProblem> problems;
     study.ladder = read_ladder(*node, problems);
@@ -311,6 +321,33 @@ void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
   if (study.ladder) {
     for (auto& p : add_ladder_batches(*study.ladder, spec, *storage_)) {
       error(p.where, p.key, p.value, p.rule);
+    }
+  }
+}
+
+void SpecReader::read_study_search_keys(const toml::table& table, StudySpec& study) {
+  if (const toml::node* v = table.get("race")) {
+    if (v->is_boolean()) {
+      study.race = v->as_boolean()->get();
+    } else {
+      error(location_of(*v), "study.race", config::render_node(*v),
+            "must be true (race and prune the trials of a cell) or false (every point runs to "
+            "the target or its cap: the plain grid a study's cost is measured against)");
+    }
+  }
+  if (const toml::node* v = table.get("later_seeds")) {
+    const std::string name = v->is_string() ? v->as_string()->get() : "";
+    if (name == "search") {
+      study.later_seeds = LaterSeeds::search;
+    } else if (name == "neighbours") {
+      study.later_seeds = LaterSeeds::neighbours;
+    } else if (name == "rerun_best") {
+      study.later_seeds = LaterSeeds::rerun_best;
+    } else {
+      error(location_of(*v), "study.later_seeds", config::render_node(*v),
+            "must be \"search\" (every seed searches its own rates), \"neighbours\" (the seeds "
+            "after the first run the first seed's best rate at the same batch and its two "
+            "neighbours) or \"rerun_best\" (they run that best rate alone)");
     }
   }
 }

@@ -230,5 +230,23 @@ TEST(StudyBracket, StopsWhenTheBestIsInteriorOrAtLrPointsMax) {
             (std::vector<int64_t>{3}));
 }
 
+TEST(StudyBracket, ARerunStartsAloneAndOpensItsNeighboursOnlyWhenItDoesNotReach) {
+  const auto first = next_bracket_step({}, kAcc, 6, BracketStart::one);
+  EXPECT_EQ(first.add, (std::vector<int64_t>{0}));
+  auto running = ended_at({{0, 50}});
+  running[0].ended = false;
+  EXPECT_TRUE(next_bracket_step(running, kAcc, 6, BracketStart::one).add.empty());
+  const auto reached = next_bracket_step(ended_at({{0, 50}}), kAcc, 6, BracketStart::one);
+  EXPECT_TRUE(reached.complete);
+  EXPECT_EQ(reached.best, 0u);
+  const auto missed = next_bracket_step(ended_at({{0, 0}}), kAcc, 6, BracketStart::one);
+  EXPECT_FALSE(missed.complete);
+  EXPECT_EQ(missed.add, (std::vector<int64_t>{-1, 1}));
+  // From three points on it is the usual bracket: the best at an edge extends.
+  EXPECT_EQ(
+      next_bracket_step(ended_at({{0, 0}, {-1, 0}, {1, 40}}), kAcc, 6, BracketStart::one).add,
+      (std::vector<int64_t>{2}));
+}
+
 }  // namespace
 }  // namespace batchlab::sweeps::study

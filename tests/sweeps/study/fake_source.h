@@ -6,6 +6,8 @@
 // rows are written there, as the real source's ingest does (a resumed engine reads them back).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
 #include <map>
@@ -34,6 +36,8 @@ inline std::vector<int64_t> eval_grid(int64_t cap, int64_t per_octave) {
 
 class FakeTrialSource : public study::TrialSource {
  public:
+  static constexpr double kSecondsPerStep = 0.01;  // evals' wall_s and runs' durations
+
   // metric(base_lr, global_batch, step); NaN = the run diverges there.
   using Metric = std::function<double(double, int64_t, int64_t)>;
 
@@ -76,6 +80,7 @@ class FakeTrialSource : public study::TrialSource {
       row.run_id = run.job.run_id;
       row.step = step;
       row.val_acc = value;
+      row.wall_s = kSecondsPerStep * static_cast<double>(step);
       run.evals.push_back(row);
       std::string status, error;
       std::optional<std::string> stop_reason;
@@ -105,10 +110,21 @@ class FakeTrialSource : public study::TrialSource {
         results::RunRow run_row;
         run_row.run_id = run.job.run_id;
         run_row.status = "running";
+        run_row.optimizer = run.job.optimizer;
+        run_row.global_batch = run.job.global_batch;
+        run_row.seed = run.job.seed;
+        run_row.base_lr = run.job.base_lr;
+        run_row.started_at = "2026-01-01T00:00:00.000Z";
         store_->upsert_run(run_row);
+        // A duration of kSecondsPerStep per step (what a replay of the records times).
+        const double seconds = kSecondsPerStep * static_cast<double>(step);
         store_->set_run_status(run_row.run_id, status,
                                error.empty() ? std::nullopt : std::optional<std::string>(error),
-                               std::nullopt, stop_reason);
+                               fmt::format("2026-01-01T{:02}:{:02}:{:06.3f}Z",
+                                           static_cast<int>(seconds / 3600),
+                                           static_cast<int>(std::fmod(seconds, 3600) / 60),
+                                           std::fmod(seconds, 60.0)),
+                               stop_reason);
         store_->delete_rows_after(run_row.run_id, -1);
         store_->write_evals(run.evals);
       }

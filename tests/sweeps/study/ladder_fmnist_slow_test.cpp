@@ -82,7 +82,7 @@ TEST(StudyLadderFashionMnist, TheLadderExtendsItselfStopsByTheRuleAndTheReportSa
   // The rule over the stored cells stops exactly at the last opened batch.
   const auto parsed = parse_sweep_spec(spec, path);  // the committed spec's own ladder keys
   ASSERT_TRUE(parsed.study && parsed.study->ladder) << spec;
-  const auto rule = std::optional(study::ladder_rule(*parsed.study->ladder));
+  const auto rule = std::optional(study::ladder_rule(*parsed.study));
   const auto verdict = results::walk_ladder(rungs, *rule);
   ASSERT_NE(verdict.stop, results::LadderStop::none) << "the study ended without a stop";
   EXPECT_EQ(verdict.rungs, rungs.size()) << "a batch above the stop was opened";

@@ -108,12 +108,20 @@ TEST(StudyLadderSpec, ALadderAndABatchListTogetherAreAnError) {
 
 // ---- the rule
 
+LadderRule rule_of(int64_t ceiling, double min_gain, int64_t flat_doublings) {
+  LadderRule rule;
+  rule.ceiling = ceiling;
+  rule.min_gain = min_gain;
+  rule.flat_doublings = flat_doublings;
+  return rule;
+}
+
 LadderRung make_rung(int64_t batch, std::vector<std::optional<double>> steps) {
   return LadderRung{batch, std::move(steps)};
 }
 
 TEST(StudyLadderRule, StopsAfterFlatDoublingsInARowAndNamesThem) {
-  const LadderRule rule{4096, 1.3, 2};
+  const LadderRule rule = rule_of(4096, 1.3, 2);
   // 1.5x, then 1.2x (one flat doubling), then 1.5x again (the count restarts), then 1.2x, 1.1x.
   std::vector<LadderRung> rungs = {make_rung(256, {900}), make_rung(512, {600}),
                                    make_rung(1024, {500}), make_rung(2048, {333.3}),
@@ -132,7 +140,7 @@ TEST(StudyLadderRule, StopsAfterFlatDoublingsInARowAndNamesThem) {
 }
 
 TEST(StudyLadderRule, ACensoredSeedStopsTheLadderAndSeedsAreAveragedGeometrically) {
-  const LadderRule rule{4096, 1.3, 1};
+  const LadderRule rule = rule_of(4096, 1.3, 1);
   std::vector<LadderRung> rungs = {make_rung(256, {400, 100}), make_rung(512, {std::nullopt, 90})};
   auto v = results::walk_ladder(rungs, rule);
   EXPECT_EQ(v.stop, LadderStop::cap);
@@ -144,6 +152,36 @@ TEST(StudyLadderRule, ACensoredSeedStopsTheLadderAndSeedsAreAveragedGeometricall
   ASSERT_EQ(v.gains.size(), 1u);
   EXPECT_NEAR(v.gains[0], 2.0, 1e-9);
   EXPECT_EQ(v.stop, LadderStop::none);
+}
+
+TEST(StudyLadderRule, ARungWhoseCapCannotHoldTheStepsBelowIsBeyondTheBudget) {
+  // The Fashion-MNIST LAMB ladder of issue 36: max_samples 300,000 gives batch 4096 a 74-step
+  // cap, and a seed needed 94 steps at 2048.
+  LadderRule rule = rule_of(8192, 1.3, 2);
+  rule.max_samples = 300000;
+  const std::vector<LadderRung> rungs = {make_rung(1024, {130, 120}), make_rung(2048, {80, 94})};
+  auto v = results::walk_ladder(rungs, rule);
+  EXPECT_EQ(v.stop, LadderStop::budget);
+  EXPECT_EQ(v.rungs, 2u);
+  EXPECT_EQ(results::describe_ladder_stop(v, rungs, rule),
+            "budget (batch 4096's cap of 74 steps from max_samples 300000 is below the 94 steps a "
+            "seed needed at 2048: not run)");
+  EXPECT_STREQ(results::ladder_stop_name(v.stop), "budget");
+  // Both seeds within 74 steps: the rung may open.
+  EXPECT_EQ(results::walk_ladder({make_rung(1024, {130, 120}), make_rung(2048, {70, 74})}, rule)
+                .stop,
+            LadderStop::none);
+  // budget_stop = false opens it as before.
+  rule.budget_stop = false;
+  EXPECT_EQ(results::walk_ladder(rungs, rule).stop, LadderStop::none);
+  // A cap in steps is the same at every batch: a rung that reached within it never stops this way.
+  LadderRule steps = rule_of(8192, 1.3, 2);
+  steps.max_steps = 130;
+  EXPECT_EQ(results::walk_ladder(rungs, steps).stop, LadderStop::none);
+  EXPECT_EQ(results::study_max_cap_steps(std::nullopt, 300000, 4096), 74);
+  EXPECT_EQ(results::study_max_cap_steps(std::nullopt, 300000, 2048), 147);
+  EXPECT_EQ(results::study_max_cap_steps(500, 300000, 2048), 500) << "max_steps wins";
+  EXPECT_FALSE(results::study_max_cap_steps(std::nullopt, std::nullopt, 64).has_value());
 }
 
 // ---- the coordinator
@@ -192,7 +230,7 @@ struct LadderHarness {
     }
     std::vector<LadderRung> list;
     for (auto& [b, r] : rungs) list.push_back(r);
-    return results::walk_ladder(list, ladder_rule(*spec.study->ladder)).stop;
+    return results::walk_ladder(list, ladder_rule(*spec.study)).stop;
   }
 };
 

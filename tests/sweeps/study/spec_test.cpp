@@ -51,6 +51,57 @@ TEST(StudySpec, ReadsTheKeysWithTheirDefaults) {
   EXPECT_DOUBLE_EQ(t.study->prune_min_fraction, 1.0);
 }
 
+TEST(StudySpec, TheSearchKeysRaceAndLaterSeedsChangeNoCellOrTrial) {
+  SweepFiles plain(spec("[grid]\n\"batch.global\" = [64, 128]",
+                        std::string(kTarget) + "\nmax_steps = 100"));
+  SweepFiles varied(spec("[grid]\n\"batch.global\" = [64, 128]",
+                         std::string(kTarget) +
+                             "\nmax_steps = 100\nrace = false\nlater_seeds = \"rerun_best\""));
+  const auto a = plain.spec();
+  const auto b = varied.spec();
+  EXPECT_TRUE(a.study->race);
+  EXPECT_EQ(a.study->later_seeds, LaterSeeds::search);
+  EXPECT_FALSE(b.study->race);
+  EXPECT_EQ(b.study->later_seeds, LaterSeeds::rerun_best);
+  const auto pa = expand(a, testing::plan_options());
+  const auto pb = expand(b, testing::plan_options());
+  const auto sa = study::plan_study(a, pa, testing::plan_options());
+  const auto sb = study::plan_study(b, pb, testing::plan_options());
+  // A plain-grid recording and a raced study of the same spec share cells and trials: the
+  // replays of `sweep cost` find every trial of one in the other.
+  EXPECT_EQ(sa.cells[1].cell_id, sb.cells[1].cell_id);
+  EXPECT_EQ(study::make_trial(sa, 1, 0.5, 100).run_id, study::make_trial(sb, 1, 0.5, 100).run_id);
+  SweepFiles bad(spec(kGrid, std::string(kTarget) + "\nrace = 1\nlater_seeds = \"best\""));
+  const auto message = config_error([&] { bad.spec(); });
+  EXPECT_TRUE(contains(message, "spec.toml:10:8: study.race = 1: must be true")) << message;
+  EXPECT_TRUE(contains(message,
+                       "spec.toml:11:15: study.later_seeds = \"best\": must be \"search\" (every seed "
+                       "searches its own rates), \"neighbours\""))
+      << message;
+}
+
+TEST(StudySpec, LaterSeedsKnowTheFirstSeedsCellAtTheirBatch) {
+  std::string text = spec("[grid]\n\"batch.global\" = [64, 128]", std::string(kTarget) +
+                                                                     "\nmax_steps = 100");
+  text.replace(text.find("[set]"), 5, "seeds = [3, 1]\n[set]");
+  SweepFiles seeded(text);
+  const auto s = seeded.spec();
+  const auto plan = expand(s, testing::plan_options());
+  const auto st = study::plan_study(s, plan, testing::plan_options());
+  ASSERT_EQ(st.cells.size(), 4u);
+  for (size_t c = 0; c < st.cells.size(); ++c) {
+    const auto& job = st.job(c);
+    if (job.seed == 3) {
+      EXPECT_FALSE(st.cells[c].first_seed.has_value()) << c;
+      continue;
+    }
+    ASSERT_TRUE(st.cells[c].first_seed.has_value()) << c;
+    const auto& first = st.job(*st.cells[c].first_seed);
+    EXPECT_EQ(first.seed, 3) << "the first of [sweep] seeds, not the smallest";
+    EXPECT_EQ(first.global_batch, job.global_batch);
+  }
+}
+
 TEST(StudySpec, BadPruningRulesAreNamed) {
   SweepFiles files(
       spec(kGrid, std::string(kTarget) + "\nprune_min_evals = -1\nprune_min_fraction = 1.5"));
