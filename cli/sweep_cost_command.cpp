@@ -30,7 +30,8 @@ constexpr const char* kCostUsage =
     "table|csv|json|markdown]\n"
     "  PLAIN.db: a run of the study with [study] race = false (every learning-rate point trained "
     "to its target or cap: the plain stop_at_target grid of the same points). Replays today's "
-    "rule (race), + budget_stop, then + neighbours or + rerun_best for the later seeds, from it with N trials at once (default 2) and "
+    "rule (race), + budget_stop, then + neighbours or + rerun_best for the later seeds, from it "
+    "with N trials at once (default 2) and "
     "prints each one's trials, samples and trial time against the plain grid's, and how far each "
     "cell's best rate moved against today's rule (docs/sweeps.md \"What the search costs\")";
 
@@ -59,8 +60,8 @@ size_t worker_count(const std::optional<std::string>& text) {
     used = 0;
   }
   if (used != text->size() || n < 1 || n > 4096) {
-    throw UsageError(fmt::format("--workers {}: give a count of trials at once, 1 to 4096\nusage: {}",
-                                 *text, kCostUsage));
+    throw UsageError(fmt::format(
+        "--workers {}: give a count of trials at once, 1 to 4096\nusage: {}", *text, kCostUsage));
   }
   return static_cast<size_t>(n);
 }
@@ -77,17 +78,17 @@ results::QueryResult rules_table(const study::SearchCost& cost) {
                            : std::nullopt,
              "{:.2f}");
     b.number("trial time s", r.trial_s, "{:.0f}");
-    b.number("plain/rule time", r.trial_s > 0 ? std::optional(plain.trial_s / r.trial_s) : std::nullopt,
-             "{:.2f}");
+    b.number("plain/rule time",
+             r.trial_s > 0 ? std::optional(plain.trial_s / r.trial_s) : std::nullopt, "{:.2f}");
     b.text("cells reached/censored", fmt::format("{}/{} of {}", r.reached, r.censored, r.cells));
     b.text("best LR moved (grid steps, max; cells > 1)",
            r.rule == "plain" || r.rule == "race"
                ? std::string()
                : fmt::format("{}; {}", r.max_lr_move, r.moved_over_one));
     b.text("steps vs race (geomean; max)",
-           r.steps_ratio_mean ? fmt::format("{:.3f}; {:.3f}", *r.steps_ratio_mean,
-                                            r.steps_ratio_max.value_or(0.0))
-                              : std::string());
+           r.steps_ratio_mean
+               ? fmt::format("{:.3f}; {:.3f}", *r.steps_ratio_mean, r.steps_ratio_max.value_or(0.0))
+               : std::string());
     b.integer("missing", static_cast<long long>(r.missing));
     b.end_row();
   }
@@ -127,8 +128,8 @@ int cmd_sweep_cost(const std::vector<std::string>& argv) {
   const std::string format_name = args.value("format").value_or("table");
   const auto format = results::parse_query_format(format_name);
   if (!format) {
-    throw UsageError(fmt::format("--format {}: not a format; use table, csv, json or markdown",
-                                 format_name));
+    throw UsageError(
+        fmt::format("--format {}: not a format; use table, csv, json or markdown", format_name));
   }
   const auto ctx = load_sweep(args.positional("STUDY.toml"), /*keep_config_toml=*/false);
   if (!ctx.spec.study) {
@@ -148,8 +149,8 @@ int cmd_sweep_cost(const std::vector<std::string>& argv) {
         "run of the study with [study] race = false wrote",
         *from, e.what()));
   }
-  const auto cost = study::compare_search_rules(ctx.spec, ctx.plan, cli_plan_options(),
-                                                *recorded, scratch.dir.string(), workers);
+  const auto cost = study::compare_search_rules(ctx.spec, ctx.plan, cli_plan_options(), *recorded,
+                                                scratch.dir.string(), workers);
   if (*format == results::QueryFormat::kJson) {
     fmt::print("{{\"rules\": {},\n\"cells\": {}}}\n",
                results::format_result(rules_table(cost), *format),

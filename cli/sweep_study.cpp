@@ -188,17 +188,16 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
       table.rows.push_back(std::move(row));
     }
     fmt::format_to(std::back_inserter(out), "{}", results::format_table(table));
-    fmt::format_to(std::back_inserter(out),
-                   "\n{} cells, each a learning-rate search {} {} {} {} (factor {}, at most "
-                   "{} points, {} evaluations per octave); the first trial of a cell is its "
-                   "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
-                   plan.cells.size(),
-                   st.race ? "raced to"
-                           : "without race or pruning (a plain grid: every point runs to)",
-                   st.target_metric,
-                   config::is_accuracy_metric(st.target_metric) ? ">=" : "<=", st.target_value,
-                   st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results,
-                   ctx.spec.runs_dir);
+    fmt::format_to(
+        std::back_inserter(out),
+        "\n{} cells, each a learning-rate search {} {} {} {} (factor {}, at most "
+        "{} points, {} evaluations per octave); the first trial of a cell is its "
+        "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
+        plan.cells.size(),
+        st.race ? "raced to" : "without race or pruning (a plain grid: every point runs to)",
+        st.target_metric,
+        config::is_accuracy_metric(st.target_metric) ? ">=" : "<=", st.target_value, st.lr_factor,
+        st.lr_points_max, st.evals_per_octave, ctx.spec.results, ctx.spec.runs_dir);
     if (const auto& ladder = st.ladder) {
       fmt::format_to(
           std::back_inserter(out),

@@ -131,8 +131,8 @@ struct StudySpec {
   int64_t evals_per_octave = 3;        // train.evals_per_octave of every trial
   double warmup = 0.05;  // warmup as a fraction of the cap (at least 5 steps), unless the spec
                          // sets a schedule.warmup_* key itself
-  int64_t prune_min_evals = 3;       // a trial's evaluations past warmup before it may be pruned
-  double prune_min_fraction = 0.5;   // and the fraction of the race leader's steps it must pass
+  int64_t prune_min_evals = 3;      // a trial's evaluations past warmup before it may be pruned
+  double prune_min_fraction = 0.5;  // and the fraction of the race leader's steps it must pass
   // false: no race and no pruning, every point of a bracket trains until it reaches the target
   // or its cap: the plain stop_at_target grid of the same points, the baseline of the study's
   // cost (`batchlab sweep cost`). Neither key changes a trial's config or a cell id.

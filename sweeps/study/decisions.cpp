@@ -148,7 +148,8 @@ BracketStep next_bracket_step(const std::vector<TrialView>& trials, const Goal& 
                               int64_t lr_points_max, BracketStart start) {
   BracketStep step;
   if (trials.empty()) {
-    step.add = start == BracketStart::one ? std::vector<int64_t>{0} : std::vector<int64_t>{0, -1, 1};
+    step.add =
+        start == BracketStart::one ? std::vector<int64_t>{0} : std::vector<int64_t>{0, -1, 1};
     return step;
   }
   if (start == BracketStart::one && trials.size() == 1) {

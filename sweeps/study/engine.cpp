@@ -164,8 +164,8 @@ void StudyEngine::State::race_and_prune() {
   }
 }
 
-// Expected samples of a cell's first bracket (3 trials at its cap, 1 for a rerun: the stored cap once open,
-// the cap it would get now otherwise).
+// Expected samples of a cell's first bracket (3 trials at its cap, 1 for a rerun: the stored cap
+// once open, the cap it would get now otherwise).
 double StudyEngine::State::cell_work(size_t c) const {
   const int64_t cap = cells[c].open ? cells[c].row.cap_steps : cap_of(c);
   const double first_trials =

@@ -150,9 +150,9 @@ void StudyEngine::State::complete_cell(size_t c, size_t best_position) {
 BracketStep StudyEngine::State::bracket_step(size_t c) const {
   const auto mode = rerun_of(c) ? plan.study().later_seeds : LaterSeeds::search;
   if (mode == LaterSeeds::neighbours) return next_bracket_step(views(c), goal, 3);
-  return next_bracket_step(views(c), goal, plan.study().lr_points_max,
-                           mode == LaterSeeds::rerun_best ? BracketStart::one
-                                                          : BracketStart::three);
+  return next_bracket_step(
+      views(c), goal, plan.study().lr_points_max,
+      mode == LaterSeeds::rerun_best ? BracketStart::one : BracketStart::three);
 }
 
 // Cells whose trials all ended decide: more points (recorded together, in one transaction, so

@@ -59,14 +59,15 @@ bool ladder_allows(const StudyPlan& plan, const CellAnswers& answers, size_t c) 
   if (!ladder) return true;
   const RungsBelow below = rungs_below(plan, answers, c);
   if (!below.complete) return false;
-  return results::walk_ladder(below.rungs, ladder_rule(plan.study())).stop == results::LadderStop::none;
+  return results::walk_ladder(below.rungs, ladder_rule(plan.study())).stop ==
+         results::LadderStop::none;
 }
 
 bool ladder_closed(const StudyPlan& plan, const CellAnswers& answers, size_t c) {
   const auto& ladder = plan.study().ladder;
   if (!ladder) return false;
-  return results::walk_ladder(rungs_below(plan, answers, c).rungs, ladder_rule(plan.study())).stop !=
-         results::LadderStop::none;
+  return results::walk_ladder(rungs_below(plan, answers, c).rungs, ladder_rule(plan.study()))
+             .stop != results::LadderStop::none;
 }
 
 std::optional<std::string> ladder_stop_of(const StudyPlan& plan, const CellAnswers& answers,

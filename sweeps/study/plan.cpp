@@ -57,7 +57,8 @@ Diagnostic at(const SweepSpec& spec, Location where, std::string key, std::strin
 
 // The cap in steps a cell's trials get at most.
 std::optional<int64_t> max_cap(const StudySpec& study, const Job& job) {
-  if (auto cap = results::study_max_cap_steps(study.max_steps, study.max_samples, job.global_batch)) {
+  if (auto cap =
+          results::study_max_cap_steps(study.max_steps, study.max_samples, job.global_batch)) {
     return cap;
   }
   if (job.derived.total_steps && *job.derived.total_steps > 0) return job.derived.total_steps;

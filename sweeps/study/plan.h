@@ -38,7 +38,7 @@ struct Cell {
   // For a cell of a seed after the first: the first seed's cell at the same batch in the same
   // group (the seeds are the slowest-varying dimension, so it comes first in plan order).
   std::optional<size_t> first_seed;
-  int64_t max_cap_steps = 0;       // from max_samples / max_steps (or the job's own schedule)
+  int64_t max_cap_steps = 0;  // from max_samples / max_steps (or the job's own schedule)
 };
 
 struct StudyPlan {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "core/errors.h"
 #include "results/rows.h"
@@ -124,8 +124,8 @@ SearchCost compare_search_rules(const SweepSpec& spec, const Plan& plan, const P
     const StudyPlan study_plan = plan_study(variant, plan, options);
     for (const auto& c : study_plan.cells) group_of[c.cell_id] = c.group;
     const auto db = std::filesystem::path(scratch_dir) / fmt::format("rule-{}.db", kRules[k].name);
-    const SimulationResult r = simulate_study(study_plan, recorded, db.string(), workers,
-                                              SchedulePolicy::shortest_study);
+    const SimulationResult r =
+        simulate_study(study_plan, recorded, db.string(), workers, SchedulePolicy::shortest_study);
     RuleCost cost;
     cost.rule = kRules[k].name;
     cost.trials = r.trials;

@@ -30,7 +30,8 @@ TrialKey key_of(const std::string& cell, int64_t batch, int64_t seed, double lr)
 // The plan's cell of a trial job: the cell whose coordinates are the trial's without the rate.
 std::map<std::vector<std::string>, std::string> cells_by_coordinates(const StudyPlan& plan) {
   std::map<std::vector<std::string>, std::string> out;
-  for (size_t c = 0; c < plan.cells.size(); ++c) out[plan.job(c).coordinates] = plan.cells[c].cell_id;
+  for (size_t c = 0; c < plan.cells.size(); ++c)
+    out[plan.job(c).coordinates] = plan.cells[c].cell_id;
   return out;
 }
 

@@ -39,10 +39,10 @@ struct SimulationResult {
   // trial, all of its record's time besides training (duration - last evaluation's wall_s): an
   // upper bound, so busy_s + stopped_overhead_s never flatters a rule that stops trials.
   double stopped_overhead_s = 0.0;
-  size_t trials = 0;        // trials started
-  size_t missing = 0;       // trials the record does not have
+  size_t trials = 0;   // trials started
+  size_t missing = 0;  // trials the record does not have
   size_t cells = 0, reached = 0, censored = 0;
-  int64_t samples = 0;                          // the trials' samples_trained summed
+  int64_t samples = 0;                           // the trials' samples_trained summed
   std::vector<results::StudyCellRow> cell_rows;  // every cell the replay opened, as it ended
 };
 

@@ -17,10 +17,19 @@ namespace batchlab::sweeps {
 
 namespace {
 
-const std::vector<std::string> kStudyKeys = {
-    "evals_per_octave", "ladder",          "later_seeds", "lr_center",          "lr_factor",
-    "lr_points_max",    "max_samples",     "max_steps",   "target",             "prune_min_evals",
-    "race",             "prune_min_fraction", "warmup"};
+const std::vector<std::string> kStudyKeys = {"evals_per_octave",
+                                             "ladder",
+                                             "later_seeds",
+                                             "lr_center",
+                                             "lr_factor",
+                                             "lr_points_max",
+                                             "max_samples",
+                                             "max_steps",
+                                             "target",
+                                             "prune_min_evals",
+                                             "race",
+                                             "prune_min_fraction",
+                                             "warmup"};
 const std::vector<std::string> kLadderKeys = {"start", "ceiling", "min_gain", "flat_doublings",
                                               "budget_stop"};
 constexpr const char* kBatchKey = "batch.global";

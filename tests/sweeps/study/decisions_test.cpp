@@ -243,9 +243,8 @@ TEST(StudyBracket, ARerunStartsAloneAndOpensItsNeighboursOnlyWhenItDoesNotReach)
   EXPECT_FALSE(missed.complete);
   EXPECT_EQ(missed.add, (std::vector<int64_t>{-1, 1}));
   // From three points on it is the usual bracket: the best at an edge extends.
-  EXPECT_EQ(
-      next_bracket_step(ended_at({{0, 0}, {-1, 0}, {1, 40}}), kAcc, 6, BracketStart::one).add,
-      (std::vector<int64_t>{2}));
+  EXPECT_EQ(next_bracket_step(ended_at({{0, 0}, {-1, 0}, {1, 40}}), kAcc, 6, BracketStart::one).add,
+            (std::vector<int64_t>{2}));
 }
 
 }  // namespace

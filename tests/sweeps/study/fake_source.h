@@ -118,13 +118,12 @@ class FakeTrialSource : public study::TrialSource {
         store_->upsert_run(run_row);
         // A duration of kSecondsPerStep per step (what a replay of the records times).
         const double seconds = kSecondsPerStep * static_cast<double>(step);
-        store_->set_run_status(run_row.run_id, status,
-                               error.empty() ? std::nullopt : std::optional<std::string>(error),
-                               fmt::format("2026-01-01T{:02}:{:02}:{:06.3f}Z",
-                                           static_cast<int>(seconds / 3600),
-                                           static_cast<int>(std::fmod(seconds, 3600) / 60),
-                                           std::fmod(seconds, 60.0)),
-                               stop_reason);
+        store_->set_run_status(
+            run_row.run_id, status,
+            error.empty() ? std::nullopt : std::optional<std::string>(error),
+            fmt::format("2026-01-01T{:02}:{:02}:{:06.3f}Z", static_cast<int>(seconds / 3600),
+                        static_cast<int>(std::fmod(seconds, 3600) / 60), std::fmod(seconds, 60.0)),
+            stop_reason);
         store_->delete_rows_after(run_row.run_id, -1);
         store_->write_evals(run.evals);
       }

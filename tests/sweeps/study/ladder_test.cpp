@@ -168,9 +168,9 @@ TEST(StudyLadderRule, ARungWhoseCapCannotHoldTheStepsBelowIsBeyondTheBudget) {
             "seed needed at 2048: not run)");
   EXPECT_STREQ(results::ladder_stop_name(v.stop), "budget");
   // Both seeds within 74 steps: the rung may open.
-  EXPECT_EQ(results::walk_ladder({make_rung(1024, {130, 120}), make_rung(2048, {70, 74})}, rule)
-                .stop,
-            LadderStop::none);
+  EXPECT_EQ(
+      results::walk_ladder({make_rung(1024, {130, 120}), make_rung(2048, {70, 74})}, rule).stop,
+      LadderStop::none);
   // budget_stop = false opens it as before.
   rule.budget_stop = false;
   EXPECT_EQ(results::walk_ladder(rungs, rule).stop, LadderStop::none);

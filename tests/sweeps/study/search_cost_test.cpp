@@ -28,8 +28,9 @@ std::string cost_spec(const std::string& study_keys, const std::string& ladder_k
   return "schema_version = 1\n[sweep]\nname = \"cost\"\nexperiment = \"base.toml\"\n"
          "seeds = [0, 1, 2]\n[set]\n\"data.val_size\" = 200\n\"data.train_size\" = 4096\n"
          "[study]\ntarget = { metric = \"val_acc\", value = 0.8 }\nmax_samples = 64000\n" +
-         study_keys + "\n[study.ladder]\nstart = 64\nceiling = 1024\nmin_gain = 1.3\n"
-                      "flat_doublings = 1\n" +
+         study_keys +
+         "\n[study.ladder]\nstart = 64\nceiling = 1024\nmin_gain = 1.3\n"
+         "flat_doublings = 1\n" +
          ladder_keys + "\n";
 }
 
@@ -96,7 +97,7 @@ TEST(SearchCost, EachRuleTrainsLessThanThePlainGridAndKeepsTheBestRates) {
   EXPECT_EQ(neighbours.trials, 12u * 3u);
   EXPECT_EQ(neighbours.max_lr_move, 0);
   // The rerun: one trial per later seed's cell (every rerun reaches).
-  EXPECT_EQ(race.trials, 45u);                      // 3 points per cell, the best interior
+  EXPECT_EQ(race.trials, 45u);            // 3 points per cell, the best interior
   EXPECT_EQ(rerun.trials, 4u * 3u + 8u);  // seed 0: 4 cells of 3 points; 8 reruns
   EXPECT_LT(rerun.samples, budget.samples);
   EXPECT_EQ(rerun.max_lr_move, 0);

@@ -52,11 +52,11 @@ TEST(StudySpec, ReadsTheKeysWithTheirDefaults) {
 }
 
 TEST(StudySpec, TheSearchKeysRaceAndLaterSeedsChangeNoCellOrTrial) {
-  SweepFiles plain(spec("[grid]\n\"batch.global\" = [64, 128]",
-                        std::string(kTarget) + "\nmax_steps = 100"));
-  SweepFiles varied(spec("[grid]\n\"batch.global\" = [64, 128]",
-                         std::string(kTarget) +
-                             "\nmax_steps = 100\nrace = false\nlater_seeds = \"rerun_best\""));
+  SweepFiles plain(
+      spec("[grid]\n\"batch.global\" = [64, 128]", std::string(kTarget) + "\nmax_steps = 100"));
+  SweepFiles varied(
+      spec("[grid]\n\"batch.global\" = [64, 128]",
+           std::string(kTarget) + "\nmax_steps = 100\nrace = false\nlater_seeds = \"rerun_best\""));
   const auto a = plain.spec();
   const auto b = varied.spec();
   EXPECT_TRUE(a.study->race);
@@ -74,15 +74,16 @@ TEST(StudySpec, TheSearchKeysRaceAndLaterSeedsChangeNoCellOrTrial) {
   SweepFiles bad(spec(kGrid, std::string(kTarget) + "\nrace = 1\nlater_seeds = \"best\""));
   const auto message = config_error([&] { bad.spec(); });
   EXPECT_TRUE(contains(message, "spec.toml:10:8: study.race = 1: must be true")) << message;
-  EXPECT_TRUE(contains(message,
-                       "spec.toml:11:15: study.later_seeds = \"best\": must be \"search\" (every seed "
-                       "searches its own rates), \"neighbours\""))
+  EXPECT_TRUE(
+      contains(message,
+               "spec.toml:11:15: study.later_seeds = \"best\": must be \"search\" (every seed "
+               "searches its own rates), \"neighbours\""))
       << message;
 }
 
 TEST(StudySpec, LaterSeedsKnowTheFirstSeedsCellAtTheirBatch) {
-  std::string text = spec("[grid]\n\"batch.global\" = [64, 128]", std::string(kTarget) +
-                                                                     "\nmax_steps = 100");
+  std::string text =
+      spec("[grid]\n\"batch.global\" = [64, 128]", std::string(kTarget) + "\nmax_steps = 100");
   text.replace(text.find("[set]"), 5, "seeds = [3, 1]\n[set]");
   SweepFiles seeded(text);
   const auto s = seeded.spec();
