@@ -77,9 +77,15 @@ results::QueryResult rules_table(const study::SearchCost& cost) {
              r.samples > 0 ? std::optional(static_cast<double>(plain.samples) / r.samples)
                            : std::nullopt,
              "{:.2f}");
+    b.number("plain grid of its points / rule samples",
+             r.samples > 0 ? std::optional(static_cast<double>(r.own_plain_samples) / r.samples)
+                           : std::nullopt,
+             "{:.2f}");
     b.number("trial time s", r.trial_s, "{:.0f}");
     b.number("plain/rule time",
              r.trial_s > 0 ? std::optional(plain.trial_s / r.trial_s) : std::nullopt, "{:.2f}");
+    b.number("plain grid of its points / rule time",
+             r.trial_s > 0 ? std::optional(r.own_plain_s / r.trial_s) : std::nullopt, "{:.2f}");
     b.text("cells reached/censored", fmt::format("{}/{} of {}", r.reached, r.censored, r.cells));
     b.text("best LR moved (grid steps, max; cells > 1)",
            r.rule == "plain" || r.rule == "race"

@@ -149,12 +149,12 @@ BracketStep next_bracket_step(const std::vector<TrialView>& trials, const Goal& 
   BracketStep step;
   if (trials.empty()) {
     step.add =
-        start == BracketStart::one ? std::vector<int64_t>{0} : std::vector<int64_t>{0, -1, 1};
+        start == BracketStart::three ? std::vector<int64_t>{0, -1, 1} : std::vector<int64_t>{0};
     return step;
   }
-  if (start == BracketStart::one && trials.size() == 1) {
+  if (start != BracketStart::three && trials.size() == 1) {
     if (!trials[0].ended) return step;
-    if (steps_to_target(trials[0].curve, goal)) {
+    if (start == BracketStart::alone || steps_to_target(trials[0].curve, goal)) {
       step.complete = true;
       step.best = 0;
     } else {

@@ -106,13 +106,15 @@ struct BracketStep {
 };
 // How a cell's bracket begins: the centre and its two neighbours at once, or the centre alone
 // (a later seed's rerun of the first seed's best rate, [study] later_seeds = "rerun_best"), whose
-// neighbours run only when it does not reach the target.
-enum class BracketStart { three, one };
+// neighbours run only when it does not reach the target; or the centre alone and nothing more
+// (a rerun of a first seed's cell that was itself censored: no rate of its search reached, so a
+// search around it for another seed would only run more trials to the cap).
+enum class BracketStart { three, one, alone };
 
-// Decides from the cell's trials: none yet -> {0, -1, +1} ({0} when `start` is one); some still
-// running -> wait; a lone centre that reached (start one) -> complete, one that did not ->
-// {-1, +1}; all ended -> the best at an edge adds its outer neighbour while fewer than
-// `lr_points_max` ran, else complete.
+// Decides from the cell's trials: none yet -> {0, -1, +1} ({0} when `start` is one or alone);
+// some still running -> wait; a lone centre that reached (start one) -> complete, one that did
+// not -> {-1, +1} (start alone: complete either way); all ended -> the best at an edge adds its
+// outer neighbour while fewer than `lr_points_max` ran, else complete.
 BracketStep next_bracket_step(const std::vector<TrialView>& trials, const Goal& goal,
                               int64_t lr_points_max, BracketStart start = BracketStart::three);
 

@@ -146,13 +146,18 @@ void StudyEngine::State::complete_cell(size_t c, size_t best_position) {
 }
 
 // A later seed's cell under later_seeds = "neighbours" runs its three points and no more; under
-// "rerun_best" it starts with the first seed's best alone.
+// "rerun_best" it starts with the first seed's best alone, and stays alone when the first seed's
+// cell was censored.
 BracketStep StudyEngine::State::bracket_step(size_t c) const {
-  const auto mode = rerun_of(c) ? plan.study().later_seeds : LaterSeeds::search;
+  const auto first = rerun_of(c);
+  const auto mode = first ? plan.study().later_seeds : LaterSeeds::search;
   if (mode == LaterSeeds::neighbours) return next_bracket_step(views(c), goal, 3);
-  return next_bracket_step(
-      views(c), goal, plan.study().lr_points_max,
-      mode == LaterSeeds::rerun_best ? BracketStart::one : BracketStart::three);
+  auto start = BracketStart::three;
+  if (mode == LaterSeeds::rerun_best) {
+    start = cells[*first].row.status == cell_status::kCensored ? BracketStart::alone
+                                                               : BracketStart::one;
+  }
+  return next_bracket_step(views(c), goal, plan.study().lr_points_max, start);
 }
 
 // Cells whose trials all ended decide: more points (recorded together, in one transaction, so

@@ -47,6 +47,7 @@ RuleCost plain_cost(const std::string& study, results::Store& recorded) {
   }
   RuleCost out;
   out.rule = "plain";
+  // (own_plain_* of the recording itself: set below, once its totals are known)
   size_t raced = 0;
   for (const auto& t : trials) {
     if (t.outcome == outcome::kPruned || t.outcome == outcome::kStoppedByRace) ++raced;
@@ -61,6 +62,8 @@ RuleCost plain_cost(const std::string& study, results::Store& recorded) {
         "study with [study] race = false (every point runs to its target or cap)",
         raced, trials.size(), study));
   }
+  out.own_plain_samples = out.samples;
+  out.own_plain_s = out.trial_s;
   for (const auto& cell : recorded.read_study_cells(study)) {
     ++out.cells;
     out.reached += cell.status == results::cell_status::kReached ? 1 : 0;
@@ -135,6 +138,8 @@ SearchCost compare_search_rules(const SweepSpec& spec, const Plan& plan, const P
     cost.reached = r.reached;
     cost.censored = r.censored;
     cost.missing = r.missing;
+    cost.own_plain_samples = r.recorded_samples;
+    cost.own_plain_s = r.recorded_s;
     out.rules.push_back(cost);
     add_cells(r.cell_rows, k + 1, columns, cells);
   }

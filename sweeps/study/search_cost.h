@@ -39,6 +39,10 @@ struct RuleCost {
   double trial_s = 0.0;
   size_t cells = 0, reached = 0, censored = 0;
   size_t missing = 0;  // trials the replay wanted that the recording does not have
+  // The plain grid of this rule's own points (the recording's runs of the trials it started, each
+  // to its target or cap): the baseline with exactly the rule's points.
+  int64_t own_plain_samples = 0;
+  double own_plain_s = 0.0;
   // Against today's rule, over the cells both opened: the largest move of a best rate in grid
   // steps, and how many cells moved by more than one.
   int64_t max_lr_move = 0;

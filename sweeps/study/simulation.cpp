@@ -111,6 +111,9 @@ class RecordedTrialSource : public TrialSource {
       r.missing = true;
     } else {
       r.record = &it->second;
+      // What this trial cost in the recording, run to its own end.
+      full_samples_ += it->second.last_step * trial.global_batch;
+      full_s_ += std::max(0.0, it->second.duration_s);
     }
     running_.push_back(std::move(r));
   }
@@ -150,6 +153,8 @@ class RecordedTrialSource : public TrialSource {
   double makespan() const { return started_ == 0 ? 0.0 : last_end_ - first_start_; }
   double busy() const { return busy_s_; }
   double overhead() const { return overhead_s_; }
+  int64_t full_samples() const { return full_samples_; }
+  double full_seconds() const { return full_s_; }
   size_t started() const { return started_; }
   size_t missing() const { return missing_; }
 
@@ -206,7 +211,8 @@ class RecordedTrialSource : public TrialSource {
   std::map<TrialKey, RecordedTrial> record_;
   std::vector<Running> running_;
   double now_ = 0.0, first_start_ = std::numeric_limits<double>::infinity(), last_end_ = 0.0;
-  double busy_s_ = 0.0, overhead_s_ = 0.0;
+  double busy_s_ = 0.0, overhead_s_ = 0.0, full_s_ = 0.0;
+  int64_t full_samples_ = 0;
   size_t started_ = 0, missing_ = 0;
 };
 
@@ -226,6 +232,8 @@ SimulationResult simulate_study(const StudyPlan& plan, results::Store& recorded,
   out.makespan_s = source.makespan();
   out.busy_s = source.busy();
   out.stopped_overhead_s = source.overhead();
+  out.recorded_samples = source.full_samples();
+  out.recorded_s = source.full_seconds();
   out.trials = source.started();
   out.missing = source.missing();
   out.cells = summary.cells;

@@ -39,6 +39,11 @@ struct SimulationResult {
   // trial, all of its record's time besides training (duration - last evaluation's wall_s): an
   // upper bound, so busy_s + stopped_overhead_s never flatters a rule that stops trials.
   double stopped_overhead_s = 0.0;
+  // The trials this replay started as the record ran them, each to its own end (its last step x
+  // batch, its run's duration): under a recording of a plain grid, what a plain grid of exactly
+  // these points costs.
+  int64_t recorded_samples = 0;
+  double recorded_s = 0.0;
   size_t trials = 0;   // trials started
   size_t missing = 0;  // trials the record does not have
   size_t cells = 0, reached = 0, censored = 0;

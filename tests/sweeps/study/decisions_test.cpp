@@ -242,6 +242,11 @@ TEST(StudyBracket, ARerunStartsAloneAndOpensItsNeighboursOnlyWhenItDoesNotReach)
   const auto missed = next_bracket_step(ended_at({{0, 0}}), kAcc, 6, BracketStart::one);
   EXPECT_FALSE(missed.complete);
   EXPECT_EQ(missed.add, (std::vector<int64_t>{-1, 1}));
+  // A rerun of a censored first seed's cell stays alone whatever it does.
+  const auto alone = next_bracket_step(ended_at({{0, 0}}), kAcc, 6, BracketStart::alone);
+  EXPECT_TRUE(alone.complete);
+  EXPECT_EQ(alone.best, 0u);
+  EXPECT_EQ(next_bracket_step({}, kAcc, 6, BracketStart::alone).add, (std::vector<int64_t>{0}));
   // From three points on it is the usual bracket: the best at an edge extends.
   EXPECT_EQ(next_bracket_step(ended_at({{0, 0}, {-1, 0}, {1, 40}}), kAcc, 6, BracketStart::one).add,
             (std::vector<int64_t>{2}));
