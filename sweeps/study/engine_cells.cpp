@@ -22,8 +22,8 @@ CellAnswers StudyEngine::State::answers() const {
 
 // A ladder opens a batch only when the rule allows it, whatever the centre; otherwise a cell
 // waits for the batch below it unless lr_center gives every centre.
-// Under later_seeds = "rerun_best" a later seed's cell also waits for the first seed's cell at
-// its batch, whose best rate it reruns.
+// Under later_seeds "neighbours" or "rerun_best" a later seed's cell also waits for the first
+// seed's cell at its batch, whose best rate it starts from.
 bool StudyEngine::State::ready(size_t c, const CellAnswers& answered) const {
   if (const auto first = rerun_of(c); first && !cells[*first].complete) return false;
   if (plan.study().ladder) return ladder_allows(plan, answered, c);
