@@ -2,18 +2,13 @@
 // search rules cost against the plain stop_at_target grid of the same points, replayed from one
 // recording of that grid (sweeps/study/search_cost.h). Runs nothing, writes nothing to PLAIN.db.
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <optional>
 
 #include "analysis/table_builder.h"
 #include "cli/app.h"
 #include "cli/args.h"
+#include "cli/recorded_study.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
-#include "results/errors.h"
-#include "results/ingest.h"
 #include "results/query_result.h"
 #include "results/store.h"
 #include "sweeps/study/search_cost.h"
@@ -22,7 +17,6 @@ namespace batchlab::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
 namespace study = sweeps::study;
 
 constexpr const char* kCostUsage =
@@ -34,37 +28,6 @@ constexpr const char* kCostUsage =
     "with N trials at once (default 2) and "
     "prints each one's trials, samples and trial time against the plain grid's, and how far each "
     "cell's best rate moved against today's rule (docs/sweeps.md \"What the search costs\")";
-
-// A scratch folder for the replays' decisions, removed with the object.
-struct CostScratch {
-  fs::path dir;
-  CostScratch() {
-    dir = fs::temp_directory_path() / fmt::format("batchlab-cost-{}", ::getpid());
-    fs::create_directories(dir);
-  }
-  CostScratch(const CostScratch&) = delete;
-  CostScratch& operator=(const CostScratch&) = delete;
-  ~CostScratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
-size_t worker_count(const std::optional<std::string>& text) {
-  if (!text) return 2;
-  size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(*text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text->size() || n < 1 || n > 4096) {
-    throw UsageError(fmt::format(
-        "--workers {}: give a count of trials at once, 1 to 4096\nusage: {}", *text, kCostUsage));
-  }
-  return static_cast<size_t>(n);
-}
 
 results::QueryResult rules_table(const study::SearchCost& cost) {
   analysis::TableBuilder b;
@@ -123,14 +86,12 @@ int cmd_sweep_cost(const std::vector<std::string>& argv) {
             kCostUsage);
   const auto from = args.value("from");
   if (!from) throw UsageError(fmt::format("missing --from PLAIN.db\nusage: {}", kCostUsage));
-  std::error_code ec;
-  if (!fs::is_regular_file(*from, ec)) {
-    throw UsageError(fmt::format(
-        "--from {}: no such database file (a run of the study with [study] race = false)\n"
-        "usage: {}",
-        *from, kCostUsage));
+  const auto counts = parse_worker_counts(args.value("workers").value_or("2"), kCostUsage);
+  if (counts.size() != 1) {
+    throw UsageError(fmt::format("--workers {}: give one count of trials at once\nusage: {}",
+                                 *args.value("workers"), kCostUsage));
   }
-  const size_t workers = worker_count(args.value("workers"));
+  const size_t workers = counts.front();
   const std::string format_name = args.value("format").value_or("table");
   const auto format = results::parse_query_format(format_name);
   if (!format) {
@@ -143,20 +104,10 @@ int cmd_sweep_cost(const std::vector<std::string>& argv) {
         "{}: not a study (no [study] section); cost replays a scaling study's search rules",
         ctx.spec.source));
   }
-  CostScratch scratch;
-  const fs::path copy = scratch.dir / "recorded.db";
-  std::optional<results::Store> recorded;
-  try {
-    results::snapshot_database(*from, copy.string());
-    recorded.emplace(copy.string());
-  } catch (const results::StoreError& e) {
-    throw InputError(fmt::format(
-        "--from {}: not a batchlab database this batchlab can read ({}); pass the database a "
-        "run of the study with [study] race = false wrote",
-        *from, e.what()));
-  }
-  const auto cost = study::compare_search_rules(ctx.spec, ctx.plan, cli_plan_options(), *recorded,
-                                                scratch.dir.string(), workers);
+  RecordedStudy recorded(*from, "cost",
+                         "the database a run of the study with [study] race = false wrote");
+  const auto cost = study::compare_search_rules(ctx.spec, ctx.plan, cli_plan_options(),
+                                                recorded.store(), recorded.dir().string(), workers);
   if (*format == results::QueryFormat::kJson) {
     fmt::print("{{\"rules\": {},\n\"cells\": {}}}\n",
                results::format_result(rules_table(cost), *format),

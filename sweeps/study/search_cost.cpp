@@ -87,7 +87,7 @@ std::string setting_of(const std::string& group) {
   return out;
 }
 
-// Adds a rule's cells to the table (column `column`) and its best-rate moves against column 1.
+// Adds a rule's cells (best rate, steps to target) to the table as column `column`.
 void add_cells(const std::vector<results::StudyCellRow>& rows, size_t column, size_t columns,
                std::map<std::string, CellUnderRules>& cells) {
   for (const auto& row : rows) {
