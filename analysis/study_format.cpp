@@ -210,7 +210,9 @@ json ladder_json(const StudyLadder& l) {
           {"rule",
            {{"ceiling", l.rule.ceiling},
             {"min_gain", l.rule.min_gain},
-            {"flat_doublings", l.rule.flat_doublings}}}};
+            {"flat_doublings", l.rule.flat_doublings},
+            {"budget_stop", l.rule.budget_stop},
+            {"censored_rungs", l.rule.censored_rungs}}}};
 }
 
 std::string study_json(const StudyReport& report) {

@@ -83,6 +83,7 @@ std::optional<results::LadderRule> ladder_rule_of_spec(const std::string& spec_t
   rule.min_gain = ladder["min_gain"].value_or(results::kLadderDefaultMinGain);
   rule.flat_doublings = ladder["flat_doublings"].value_or(results::kLadderDefaultFlatDoublings);
   rule.budget_stop = ladder["budget_stop"].value_or(true);
+  rule.censored_rungs = ladder["censored_rungs"].value_or(int64_t{0});
   rule.max_steps = spec["study"]["max_steps"].value<int64_t>();
   rule.max_samples = spec["study"]["max_samples"].value<int64_t>();
   return rule;

@@ -209,6 +209,12 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
               ? "at a censored cell, or before a batch whose cap is below the steps the batch "
                 "under it needed"
               : "or at a censored cell");
+      if (ladder->censored_rungs > 0) {
+        fmt::format_to(std::back_inserter(out),
+                       "  (a line that has not reached the target yet climbs past up to {} "
+                       "censored batch{} first)\n",
+                       ladder->censored_rungs, ladder->censored_rungs == 1 ? "" : "es");
+      }
     }
     if (st.later_seeds == sweeps::LaterSeeds::rerun_best) {
       fmt::format_to(std::back_inserter(out),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace batchlab::results {
 
@@ -41,6 +42,10 @@ bool flattened(const std::vector<double>& gains, const LadderRule& rule) {
 }
 
 std::string doubling(const std::vector<LadderRung>& rungs, const LadderVerdict& v, size_t i) {
+  if (!std::isfinite(v.gains[i])) {
+    return fmt::format("{}->{}: {} was censored", rungs[i].batch, rungs[i + 1].batch,
+                       rungs[i].batch);
+  }
   return fmt::format("{}->{} saved {:.2f}x", rungs[i].batch, rungs[i + 1].batch, v.gains[i]);
 }
 
@@ -72,14 +77,24 @@ const char* ladder_stop_name(LadderStop stop) {
 
 LadderVerdict walk_ladder(const std::vector<LadderRung>& rungs, const LadderRule& rule) {
   LadderVerdict v;
+  int64_t censored = 0;  // censored rungs climbed past before the line first reached
   for (const auto& rung : rungs) {
     ++v.rungs;
     v.steps.push_back(rung_steps(rung));
-    if (!v.steps.back()) {
-      v.stop = LadderStop::cap;
-      return v;
+    const size_t n = v.steps.size();
+    if (n >= 2) {
+      v.gains.push_back(v.steps[n - 2] && v.steps[n - 1] ? *v.steps[n - 2] / *v.steps[n - 1]
+                                                         : std::numeric_limits<double>::infinity());
     }
-    if (v.steps.size() >= 2) v.gains.push_back(*v.steps[v.steps.size() - 2] / *v.steps.back());
+    if (!v.steps.back()) {
+      const bool reached_below = std::any_of(v.steps.begin(), v.steps.end() - 1,
+                                             [](const auto& s) { return s.has_value(); });
+      if (reached_below || ++censored > rule.censored_rungs || rung.batch >= rule.ceiling) {
+        v.stop = LadderStop::cap;
+        return v;
+      }
+      continue;
+    }
     if (flattened(v.gains, rule)) {
       v.stop = LadderStop::flattening;
       return v;
@@ -103,8 +118,15 @@ std::string describe_ladder_stop(const LadderVerdict& v, const std::vector<Ladde
   if (v.stop == LadderStop::cap) {
     size_t censored = 0;
     for (const auto& s : last.steps) censored += s ? 0 : 1;
-    return fmt::format("cap (batch {}: {} of {} seed{} did not reach the target within the cap)",
-                       last.batch, censored, last.steps.size(), last.steps.size() == 1 ? "" : "s");
+    // Rungs below the last one that were censored too: the line climbed past them.
+    std::string climbed;
+    for (size_t i = 0; i + 1 < v.rungs; ++i) {
+      if (v.steps[i]) continue;
+      climbed += fmt::format("{}{}", climbed.empty() ? "" : ", ", rungs[i].batch);
+    }
+    return fmt::format("cap (batch {}: {} of {} seed{} did not reach the target within the cap{})",
+                       last.batch, censored, last.steps.size(), last.steps.size() == 1 ? "" : "s",
+                       climbed.empty() ? "" : fmt::format("; censored below it too: {}", climbed));
   }
   if (v.stop == LadderStop::budget) {
     double most = 0.0;

@@ -28,6 +28,9 @@ struct LadderRule {
   // budget_stop, default true).
   std::optional<int64_t> max_steps, max_samples;
   bool budget_stop = true;
+  // How many censored rungs a line that has not reached the target at any batch yet may climb
+  // past ([study.ladder] censored_rungs, default 0: the first censored rung ends the ladder).
+  int64_t censored_rungs = 0;
 };
 
 // The largest cap in steps a trial at `batch` gets from [study] max_steps or max_samples
@@ -51,12 +54,18 @@ struct LadderVerdict {
   size_t rungs = 0;                    // rungs the rule went through (it stopped at the last)
   // Per rung gone through, the geometric mean of its seeds' steps (nullopt: a seed was censored).
   std::vector<std::optional<double>> steps;
-  // gains[i] = steps[i] / steps[i + 1]: how much doubling rung i's batch saved.
+  // gains[i] = steps[i] / steps[i + 1]: how much doubling rung i's batch saved; +infinity where
+  // rung i was censored (the saving is only known to exceed its cap / steps[i + 1]), which never
+  // counts as flat.
   std::vector<double> gains;
 };
 
 // Walks the rungs in ascending batch order and stops at the first rung where the rule says so:
-// cap (a seed did not reach the target within its cap: the next batch cannot be compared),
+// cap (a seed did not reach the target within its cap: the next batch cannot be compared; except
+// that a line with no reached rung yet climbs past up to `censored_rungs` censored rungs, because
+// under a cap in steps a slow optimizer may first reach at a larger batch: LARS on the text study
+// was censored at batch 16 within 6,000 steps at every rate and both trust coefficients, where
+// LAMB needed 784),
 // flattening (the last `flat_doublings` doublings each saved less than min_gain), ceiling (the
 // rung is at the ceiling), budget (the next batch's cap is below the steps a seed needed at this
 // one: past B_crit, where the ladder goes, a doubling saves few steps, so its cells would run to

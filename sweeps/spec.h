@@ -106,6 +106,9 @@ struct LadderSpec {
   // A rung whose cap (from max_samples) is below the steps a seed needed at the rung under it is
   // not opened (results/batch_ladder.h, LadderStop::budget); false opens it as before.
   bool budget_stop = true;
+  // How many censored rungs a line that has not reached the target anywhere yet may climb past
+  // (results/batch_ladder.h); 0 (the default): the first censored rung ends the line's ladder.
+  int64_t censored_rungs = 0;
   Location where;  // the [study.ladder] table
 };
 

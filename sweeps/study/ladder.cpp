@@ -47,6 +47,7 @@ results::LadderRule ladder_rule(const StudySpec& study) {
   rule.max_steps = study.max_steps;
   rule.max_samples = study.max_samples;
   rule.budget_stop = ladder.budget_stop;
+  rule.censored_rungs = ladder.censored_rungs;
   return rule;
 }
 

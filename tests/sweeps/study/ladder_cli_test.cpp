@@ -1,5 +1,6 @@
 // `batchlab sweep plan|run` on a batch-ladder study with bad [study.ladder] keys: exit 2, every
-// problem named with its key and file:line:col, nothing run or recorded. The ladder run end to end
+// problem named with its key and file:line:col, nothing run or recorded; and the rule `sweep plan`
+// states. The ladder run end to end
 // is study_ladder_fmnist_slow_test.cpp.
 #include <gtest/gtest.h>
 
@@ -53,6 +54,22 @@ TEST(StudyLadderCli, BadLadderKeysExitTwoNamingTheKeyAndNothingIsRecorded) {
             std::string::npos)
       << b.output;
   EXPECT_FALSE(std::filesystem::exists(both.db));
+}
+
+TEST(StudyLadderCli, PlanStatesTheRuleAndHowManyCensoredBatchesALineMayClimbPast) {
+  SweepDir s("ladderplan", ladder_body("start = 32\nceiling = 128\ncensored_rungs = 1"));
+  auto plan = s.sweep("plan");
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("batch ladder: 32..128, doubling while"), std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("a line that has not reached the target yet climbs past up to 1 "
+                             "censored batch first"),
+            std::string::npos)
+      << plan.output;
+  SweepDir plain("ladderplain", ladder_body("start = 32\nceiling = 128"));
+  auto p = plain.sweep("plan");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_EQ(p.output.find("climbs past"), std::string::npos) << p.output;
 }
 
 }  // namespace

@@ -75,6 +75,12 @@ TEST(StudyLadderSpec, EveryBadKeyIsNamedWithItsPositionAtOnce) {
                        "integer in [1, 20]"))
       << message;
   EXPECT_TRUE(contains(message, "spec.toml:17:1: study.ladder.step = 2: unknown key")) << message;
+  SweepFiles censored(ladder_spec("start = 32\nceiling = 256\ncensored_rungs = 4"));
+  EXPECT_TRUE(contains(config_error([&] { censored.spec(); }),
+                       "spec.toml:15:18: study.ladder.censored_rungs = 4: must be an integer in "
+                       "[0, 3]"));
+  SweepFiles negative(ladder_spec("start = 32\nceiling = 256\ncensored_rungs = -1"));
+  EXPECT_TRUE(contains(config_error([&] { negative.spec(); }), "censored_rungs = -1: must be"));
 }
 
 TEST(StudyLadderSpec, ACeilingThatIsNotAPowerOfTwoMultipleGetsTheNearestValidOnes) {
@@ -152,6 +158,43 @@ TEST(StudyLadderRule, ACensoredSeedStopsTheLadderAndSeedsAreAveragedGeometricall
   ASSERT_EQ(v.gains.size(), 1u);
   EXPECT_NEAR(v.gains[0], 2.0, 1e-9);
   EXPECT_EQ(v.stop, LadderStop::none);
+}
+
+TEST(StudyLadderRule, ALineCensoredFromTheStartClimbsPastAtMostCensoredRungs) {
+  LadderRule rule = rule_of(512, 1.25, 1);
+  // The text study's LARS line: censored at 16 within the cap, reaching at 32 and 64.
+  std::vector<LadderRung> rungs = {make_rung(16, {std::nullopt, std::nullopt}),
+                                   make_rung(32, {4000, 4400}), make_rung(64, {2100, 2300})};
+  auto v = results::walk_ladder(rungs, rule);
+  EXPECT_EQ(v.stop, LadderStop::cap) << "censored_rungs = 0: the first censored rung ends it";
+  EXPECT_EQ(v.rungs, 1u);
+  rule.censored_rungs = 1;
+  v = results::walk_ladder(rungs, rule);
+  EXPECT_EQ(v.stop, LadderStop::none);
+  ASSERT_EQ(v.gains.size(), 2u);
+  EXPECT_TRUE(std::isinf(v.gains[0])) << "16 -> 32: only a lower bound, never flat";
+  EXPECT_NEAR(v.gains[1], std::sqrt(4000.0 * 4400.0) / std::sqrt(2100.0 * 2300.0), 1e-9);
+  // Two censored rungs in a row with censored_rungs = 1: it stops at the second, naming both.
+  rungs[1] = make_rung(32, {std::nullopt, 5000});
+  v = results::walk_ladder(rungs, rule);
+  EXPECT_EQ(v.stop, LadderStop::cap);
+  EXPECT_EQ(v.rungs, 2u);
+  EXPECT_EQ(results::describe_ladder_stop(v, rungs, rule),
+            "cap (batch 32: 1 of 2 seeds did not reach the target within the cap; censored "
+            "below it too: 16)");
+  // A censored rung above a reached one still ends the ladder: there the batch got worse.
+  rule.censored_rungs = 3;
+  rungs = {make_rung(16, {900}), make_rung(32, {std::nullopt}), make_rung(64, {300})};
+  v = results::walk_ladder(rungs, rule);
+  EXPECT_EQ(v.stop, LadderStop::cap);
+  EXPECT_EQ(v.rungs, 2u);
+  // The ceiling ends a climb like any other, and its description names the censored doubling.
+  rule = rule_of(32, 1.25, 1);
+  rule.censored_rungs = 1;
+  rungs = {make_rung(16, {std::nullopt}), make_rung(32, {4000})};
+  v = results::walk_ladder(rungs, rule);
+  EXPECT_EQ(v.stop, LadderStop::ceiling);
+  EXPECT_EQ(results::describe_ladder_stop(v, rungs, rule), "ceiling (32; 16->32: 16 was censored)");
 }
 
 TEST(StudyLadderRule, ARungWhoseCapCannotHoldTheStepsBelowIsBeyondTheBudget) {
@@ -303,6 +346,31 @@ TEST(StudyLadderEngine, ACensoredCellStopsTheLadderAtItsBatch) {
   EXPECT_EQ(summary.censored, 1u);
   EXPECT_EQ(summary.beyond_ladder, 1u);
   EXPECT_EQ(h.stored_stop(), LadderStop::cap);
+}
+
+TEST(StudyLadderEngine, ALineCensoredAtItsFirstBatchClimbsWhenCensoredRungsAllowsIt) {
+  // S(B) = 96000 / B: 3000 steps at 32 and 1500 at 64, past the cap of 1000; 750 at 128.
+  const auto metric = steps_by_batch([](int64_t b, double) { return 96000.0 / b; });
+  LadderHarness stops("start = 32\nceiling = 512");
+  auto first = stops.source(2, metric);
+  stops.run(first);
+  EXPECT_EQ(stops.opened()[0], (std::vector<int64_t>{32}));
+  EXPECT_EQ(stops.stored_stop(), LadderStop::cap);
+  // censored_rungs = 2: 32 and 64 are censored, 128 reaches, and the line climbs on to the
+  // ceiling, every doubling from there saving 2x.
+  LadderHarness climbs("start = 32\nceiling = 512\ncensored_rungs = 2");
+  EXPECT_EQ(climbs.spec.study->ladder->censored_rungs, 2);
+  auto second = climbs.source(2, metric);
+  const auto summary = climbs.run(second);
+  EXPECT_EQ(climbs.opened()[0], (std::vector<int64_t>{32, 64, 128, 256, 512}));
+  EXPECT_EQ(summary.censored, 2u);
+  EXPECT_EQ(climbs.stored_stop(), LadderStop::ceiling);
+  // censored_rungs = 1 climbs past 32 only: 64 is censored too and ends the line there.
+  LadderHarness once("start = 32\nceiling = 512\ncensored_rungs = 1");
+  auto third = once.source(2, metric);
+  once.run(third);
+  EXPECT_EQ(once.opened()[0], (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(once.stored_stop(), LadderStop::cap);
 }
 
 // Two fake sources behind one, so that each seed trains along its own curves (the fake source's
