@@ -41,31 +41,55 @@ std::string join_values(const std::map<std::string, std::string>& values,
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// Settings and series labels: a series is an optimizer plus the setting keys that vary across the
-// study (a key constant over every cell would only lengthen every label; it is named once).
+// The keys among `settings` (the cells' setting values, those of `only` when given) that take more
+// than one value or are missing from some of them.
+std::set<std::string> varying_keys(const std::vector<std::map<std::string, std::string>>& settings,
+                                   const std::vector<size_t>& only) {
+  std::map<std::string, std::set<std::string>> values_of;
+  std::map<std::string, size_t> count_of;
+  for (size_t i : only) {
+    for (const auto& [k, v] : settings[i]) {
+      values_of[k].insert(v);
+      ++count_of[k];
+    }
+  }
+  std::set<std::string> out;
+  for (const auto& [k, values] : values_of) {
+    if (values.size() > 1 || count_of[k] != only.size()) out.insert(k);
+  }
+  return out;
+}
+
+// Settings and series labels: a series is an optimizer plus the setting keys that vary among that
+// optimizer's cells. A key constant over every cell would only lengthen every label (it is named
+// once); one that varies only between optimizers is in each cell's setting but no label (the text
+// study's trust coefficient is an axis for LARS alone: "lamb", not "lamb
+// optim.trust_coefficient=0.001").
 void label_cells(const std::vector<StudyCellRecord>& cells, StudyReport& report) {
   auto& out = report.cells;
   std::vector<std::map<std::string, std::string>> settings;
-  std::map<std::string, std::set<std::string>> values_of;
-  for (const auto& c : cells) {
-    settings.push_back(setting_values(c));
-    for (const auto& [k, v] : settings.back()) values_of[k].insert(v);
+  std::vector<size_t> all;
+  std::map<std::string, std::vector<size_t>> by_optimizer;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    settings.push_back(setting_values(cells[i]));
+    all.push_back(i);
+    by_optimizer[cells[i].optimizer].push_back(i);
   }
-  std::set<std::string> varying;
-  for (const auto& [k, values] : values_of) {
-    const bool everywhere = std::all_of(settings.begin(), settings.end(),
-                                        [&](const auto& s) { return s.count(k) > 0; });
-    if (values.size() > 1 || !everywhere) {
-      varying.insert(k);
-    } else {
-      report.constants.push_back(k + "=" + *values.begin());
+  const std::set<std::string> varying = varying_keys(settings, all);
+  if (!cells.empty()) {
+    for (const auto& [k, v] : settings.front()) {
+      if (varying.count(k) == 0) report.constants.push_back(k + "=" + v);
     }
+  }
+  std::map<std::string, std::set<std::string>> labelled;
+  for (const auto& [optimizer, members] : by_optimizer) {
+    labelled[optimizer] = varying_keys(settings, members);
   }
   for (size_t i = 0; i < cells.size(); ++i) {
     StudyCellSummary s;
     s.cell = cells[i];
     s.setting = join_values(settings[i], nullptr);
-    s.varying = join_values(settings[i], &varying);
+    s.varying = join_values(settings[i], &labelled[cells[i].optimizer]);
     s.series = s.varying.empty() ? cells[i].optimizer : cells[i].optimizer + " " + s.varying;
     out.push_back(std::move(s));
   }

@@ -36,7 +36,7 @@ struct StudyCellSummary {
   // The cell's non-LR axes other than the optimizer, the batch and the seed ("k=v, ..."), from
   // cell_toml; "" when it has none.
   std::string setting;
-  std::string varying;  // the part of `setting` whose keys vary across the study's cells
+  std::string varying;  // the part of `setting` whose keys vary among its optimizer's cells
   std::string series;   // the fit this cell belongs to (fits[].series)
   int lr_points = 0;    // trials run in the cell
   int basin_width = 0;  // reached trials with steps <= kBasinFactor x the cell's best
@@ -58,7 +58,7 @@ struct BatchSeeds {
 };
 
 struct SeriesFit {
-  std::string series;  // the optimizer, then "k=v" of the axes that vary across the study
+  std::string series;  // the optimizer, then "k=v" of the axes that vary among its cells
   std::string optimizer;
   // One point per batch size: the geometric mean of its seeds' steps when every decided seed
   // reached; a batch with a censored seed is a censored point ("batch 4096 (1 of 2 seeds

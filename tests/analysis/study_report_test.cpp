@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -216,6 +217,43 @@ TEST(StudyReportSeries, AnAxisThatVariesSplitsTheFit) {
   const auto table = results::format_csv(study_cell_table(r));
   EXPECT_EQ(table.rfind("optimizer,setting,batch,", 0), 0u) << table;
   EXPECT_NE(table.find("lars,schedule.warmup_fraction=0.1,1024,"), std::string::npos) << table;
+}
+
+TEST(StudyReportSeries, AnAxisThatVariesForOneOptimizerOnlyLabelsOnlyItsSeries) {
+  // The text study's shape: the trust coefficient is an axis for LARS alone (the other optimizers
+  // run at its first value), so LARS has two series and LAMB one, named without the coefficient.
+  TempDir dir("series_one");
+  const std::string db = (dir.path / "s.db").string();
+  {
+    testing::HandDb h(db);
+    h.exec(testing::kStudyDdl);
+    int n = 0;
+    const auto cell = [&](const char* optimizer, const char* tc, int batch, double steps) {
+      h.exec(fmt::format(
+          "INSERT INTO study_cells(cell_id, sweep_id, optimizer, global_batch, seed, cell_toml, "
+          "target_metric, target_value, lr_center, lr_factor, cap_steps, warmup_steps, status, "
+          "steps_to_target) VALUES('c{}', 's', '{}', {}, 0, '[optim]\nname = \"{}\"\n"
+          "trust_coefficient = {}\n', 'val_loss', 0.3, 1.0, 2.0, 5000, 10, 'reached', {})",
+          n++, optimizer, batch, optimizer, tc, steps));
+    };
+    for (int batch : {64, 256, 1024}) {
+      cell("lars", "0.001", batch, 100.0 + 25600.0 / batch);
+      cell("lars", "0.01", batch, 200.0 + 25600.0 / batch);
+      cell("lamb", "0.001", batch, 50.0 + 25600.0 / batch);
+    }
+  }
+  const auto r = build_study_report(db, {});
+  std::vector<std::string> series;
+  for (const auto& f : r.fits) series.push_back(f.series);
+  std::sort(series.begin(), series.end());
+  EXPECT_EQ(series, (std::vector<std::string>{"lamb", "lars optim.trust_coefficient=0.001",
+                                              "lars optim.trust_coefficient=0.01"}));
+  EXPECT_TRUE(r.constants.empty()) << "the coefficient varies across the study";
+  for (const auto& c : r.cells) {
+    if (c.cell.optimizer != "lamb") continue;
+    EXPECT_EQ(c.setting, "optim.trust_coefficient=0.001") << "the setting keeps every key";
+    EXPECT_EQ(c.varying, "");
+  }
 }
 
 TEST_F(StudyReportTest, RunReportOptionsAreRefusedOnAStudy) {
