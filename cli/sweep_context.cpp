@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "experiments/data/fashion_mnist.h"
+#include "experiments/data/image_dataset.h"
 #include "experiments/tasks/task_factory.h"
 
 namespace batchlab::cli {
@@ -19,27 +20,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Sizes of the training splits (experiments/data/image_dataset.cpp: fashion_mnist is the real
-// 60,000-image split; synthetic generates 4,096 unless data.train_size says otherwise).
-constexpr int64_t kFashionMnistTrain = 60000;
-constexpr int64_t kSyntheticTrain = 4096;
-
-// Whether the Fashion-MNIST files are where a job will look; asked once per folder, as a sweep
-// of 100,000 jobs shares one or two folders.
-bool fashion_mnist_present(const std::string& dir) {
+// The training split of a dataset whose size lives in its files (Fashion-MNIST's label header,
+// CIFAR-10's file sizes), read once per folder: a sweep of 100,000 jobs shares one or two.
+std::optional<int64_t> cached_split_size(const config::DataConfig& data) {
   static std::mutex mutex;
-  static std::map<std::string, bool> known;
+  static std::map<std::pair<std::string, std::string>, std::optional<int64_t>> known;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find(dir);
-  if (it != known.end()) return it->second;
-  const fs::path root = dir.empty() ? fs::path(data::kFashionMnistDefaultDir) : fs::path(dir);
-  std::error_code ec;
-  std::string plain = data::kFashionMnistTrainImages;
-  plain.resize(plain.size() - 3);  // without ".gz"
-  const bool present =
-      fs::exists(root / data::kFashionMnistTrainImages, ec) || fs::exists(root / plain, ec);
-  known.emplace(dir, present);
-  return present;
+  const auto key = std::make_pair(data.dataset, data.path);
+  auto it = known.find(key);
+  if (it == known.end()) it = known.emplace(key, data::image_split_size(data)).first;
+  return it->second;
+}
+
+// What `sweep plan` knows of a job's training examples: the count the trainer will use
+// (data::training_examples_of_split: data.train_size of the split less data.val_size), or a
+// problem with the key to fix; unknown (no samples, no error) where only loading can tell.
+sweeps::TrainSize plan_train_size(const config::DataConfig& data) {
+  sweeps::TrainSize size;
+  const bool files = data.dataset == "fashion_mnist" || data.dataset == "cifar10";
+  if (!files && data.dataset != "synthetic") return size;
+  const auto split = files ? cached_split_size(data) : data::image_split_size(data);
+  if (!split) {
+    // CIFAR-10 has no package to install: a plan made before the files are there stays unknown
+    // and the run says what is missing.
+    if (data.dataset == "fashion_mnist") {
+      size.error_key = "data.path";
+      size.error = fmt::format(
+          "Fashion-MNIST files not found in {} (install dataset-fashion-mnist: "
+          "scripts/setup.sh, or set data.path)",
+          data.path.empty() ? data::kFashionMnistDefaultDir : data.path);
+    }
+    return size;
+  }
+  size.samples = data::training_examples_of_split(*split, data);
+  if (size.samples) return size;
+  const int64_t kept = data.train_size > 0 ? data.train_size : *split;
+  if (data.train_size > *split) {
+    size.error_key = "data.train_size";
+    size.error = fmt::format("larger than the {} training examples of {}", *split, data.dataset);
+  } else if (data.val_size >= kept) {
+    size.error_key = "data.val_size";
+    size.error = fmt::format(
+        "must be below the {} training examples it is held out of, leaving some to train on", kept);
+  }
+  return size;
 }
 
 }  // namespace
@@ -47,26 +71,7 @@ bool fashion_mnist_present(const std::string& dir) {
 sweeps::PlanOptions cli_plan_options() {
   sweeps::PlanOptions options;
   experiments::add_registry_names(options.load);
-  options.train_size = [](const config::DataConfig& data) {
-    sweeps::TrainSize size;
-    if (data.dataset == "fashion_mnist") {
-      if (!fashion_mnist_present(data.path)) {
-        size.error_key = "data.path";
-        size.error = fmt::format(
-            "Fashion-MNIST files not found in {} (install dataset-fashion-mnist: "
-            "scripts/setup.sh, or set data.path)",
-            data.path.empty() ? data::kFashionMnistDefaultDir : data.path);
-      } else if (data.train_size > kFashionMnistTrain) {
-        size.error_key = "data.train_size";
-        size.error =
-            fmt::format("larger than Fashion-MNIST's {} training images", kFashionMnistTrain);
-      }
-      size.samples = data.train_size > 0 ? data.train_size : kFashionMnistTrain;
-    } else if (data.dataset == "synthetic") {
-      size.samples = data.train_size > 0 ? data.train_size : kSyntheticTrain;
-    }
-    return size;
-  };
+  options.train_size = plan_train_size;
   return options;
 }
 

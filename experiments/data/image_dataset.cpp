@@ -69,19 +69,26 @@ ImageDataset load_image_dataset(const config::DataConfig& data) {
                                data.dataset, fmt::join(image_dataset_names(), ", ")));
 }
 
-std::optional<int64_t> image_training_examples(const config::DataConfig& data) {
-  std::optional<int64_t> split;  // the whole training split
+std::optional<int64_t> image_split_size(const config::DataConfig& data) {
   if (data.dataset == "synthetic") {
-    split = data.train_size > 0 ? data.train_size : kSyntheticTrainSize;
-  } else if (data.dataset == "fashion_mnist") {
-    split = fashion_mnist_train_count(data.path);
-  } else if (data.dataset == "cifar10") {
-    split = cifar10_train_count(data.path);
+    return data.train_size > 0 ? data.train_size : kSyntheticTrainSize;
   }
-  if (!split || data.train_size > *split || data.train_size < 0) return std::nullopt;
-  const int64_t kept = data.train_size > 0 ? data.train_size : *split;
+  if (data.dataset == "fashion_mnist") return fashion_mnist_train_count(data.path);
+  if (data.dataset == "cifar10") return cifar10_train_count(data.path);
+  return std::nullopt;
+}
+
+std::optional<int64_t> training_examples_of_split(int64_t split, const config::DataConfig& data) {
+  if (data.train_size > split || data.train_size < 0) return std::nullopt;
+  const int64_t kept = data.train_size > 0 ? data.train_size : split;
   if (data.val_size < 0 || data.val_size >= kept) return std::nullopt;
   return kept - data.val_size;
+}
+
+std::optional<int64_t> image_training_examples(const config::DataConfig& data) {
+  const auto split = image_split_size(data);
+  if (!split) return std::nullopt;
+  return training_examples_of_split(*split, data);
 }
 
 void compute_channel_stats(const torch::Tensor& images, std::vector<double>& mean,

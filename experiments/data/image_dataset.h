@@ -64,6 +64,13 @@ ImageDataset load_image_dataset(const config::DataConfig& data);
 // a size beyond the split: load_image_dataset and the task then say why).
 std::optional<int64_t> image_training_examples(const config::DataConfig& data);
 
+// Its two parts, for callers that ask for many configs of one dataset (`sweep plan` caches the
+// split per folder): the whole training split data.dataset names (nullopt as above), and the
+// examples trained on out of a split of `split` (nullopt: data.train_size beyond it, or a
+// data.val_size that leaves nothing to train on).
+std::optional<int64_t> image_split_size(const config::DataConfig& data);
+std::optional<int64_t> training_examples_of_split(int64_t split, const config::DataConfig& data);
+
 // Per-channel mean and standard deviation of pixel/255 over uint8 images [N, C, H, W]; computed in
 // double precision. Used to fill ImageDataset::mean / stddev.
 void compute_channel_stats(const torch::Tensor& images, std::vector<double>& mean,

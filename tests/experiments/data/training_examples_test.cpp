@@ -37,6 +37,18 @@ TEST(TrainingExamples, SyntheticIsItsSizeLessTheValidationSplit) {
   EXPECT_EQ(image_training_examples(data), std::nullopt);
 }
 
+TEST(TrainingExamples, AKnownSplitGivesTrainSizeOfItLessTheValidationSplit) {
+  config::DataConfig data = data_of("fashion_mnist");
+  EXPECT_EQ(training_examples_of_split(60000, data), 60000);
+  data.val_size = 2000;
+  EXPECT_EQ(training_examples_of_split(60000, data), 58000);
+  data.train_size = 16384;
+  EXPECT_EQ(training_examples_of_split(60000, data), 14384);
+  EXPECT_EQ(training_examples_of_split(10000, data), std::nullopt) << "train_size beyond it";
+  data.val_size = 16384;
+  EXPECT_EQ(training_examples_of_split(60000, data), std::nullopt) << "nothing left";
+}
+
 TEST(TrainingExamples, FashionMnistIsReadFromTheLabelHeader) {
   ScratchDir dir;
   write_gz(dir.file(kFashionMnistTrainLabels), idx_bytes({5}, {1, 2, 3, 4, 5}));
