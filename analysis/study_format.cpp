@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
 
 #include "analysis/study_report.h"
 #include "analysis/table_builder.h"
@@ -57,7 +60,8 @@ std::string fit_header() {
   return fmt::format(
       "Fit per series: S(B) = S_min + E_min/B, weighted least squares of steps on 1/B with weights "
       "1/S^2, one point per batch size (the geometric mean over its seeds; a batch with a censored "
-      "seed left out); seeds = seeds per batch size; _se = standard errors from the weighted fit's "
+      "seed left out); seeds = seeds per batch size (of the fitted batches where there is a fit); "
+      "_se = standard errors from the weighted fit's "
       "covariance scaled by its residual variance; B_crit = E_min/S_min, its error by propagation; "
       "_interval = \"95%\": the 2.5th-97.5th percentiles over {} bootstrap resamples, the seeds "
       "of every batch size drawn within it and the curve refitted, every resample counted (one "
@@ -69,13 +73,20 @@ std::string fit_header() {
 }
 
 // "3", or "1-3" when the batch sizes ran with different numbers of seeds.
+// The seeds per batch size: of the batches the fit uses where there is a fit (the count that
+// decides whether its interval may be called 95%), else of every batch of the series.
 std::string seeds_text(const SeriesFit& f) {
-  if (f.batch_seeds.empty()) return "";
-  const auto [low, high] = std::minmax_element(
-      f.batch_seeds.begin(), f.batch_seeds.end(),
-      [](const BatchSeeds& a, const BatchSeeds& b) { return a.seeds < b.seeds; });
-  return low->seeds == high->seeds ? fmt::format("{}", low->seeds)
-                                   : fmt::format("{}-{}", low->seeds, high->seeds);
+  std::map<double, std::set<int64_t>> fitted;
+  for (const auto& c : f.fitted_cells) fitted[c.batch].insert(c.seed);
+  std::vector<size_t> counts;
+  if (f.fit && !fitted.empty()) {
+    for (const auto& [batch, seeds] : fitted) counts.push_back(seeds.size());
+  } else {
+    for (const auto& b : f.batch_seeds) counts.push_back(static_cast<size_t>(b.seeds));
+  }
+  if (counts.empty()) return "";
+  const auto [low, high] = std::minmax_element(counts.begin(), counts.end());
+  return *low == *high ? fmt::format("{}", *low) : fmt::format("{}-{}", *low, *high);
 }
 
 // "386-1149"; an unbounded upper end is "inf"; "-84.2 to 128.8" when the low end is negative,

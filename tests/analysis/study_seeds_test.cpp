@@ -274,7 +274,9 @@ TEST(StudySeeds, ACensoredSeedMakesTheBatchACensoredPoint) {
       "each batch is one point (the geometric mean over its seeds)";
   EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), unequal), r.warnings.end());
   const auto csv = results::format_csv(study_fit_table(r));
-  EXPECT_NE(csv.find("lars,5,1-2,"), std::string::npos) << csv;
+  // The seeds column counts the seeds of the batches the fit uses (one each here), the count that
+  // decides what its interval may be called, not the 2 of the censored batch left out.
+  EXPECT_NE(csv.find("lars,5,1,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("one seed"), std::string::npos) << csv;
 }
 
