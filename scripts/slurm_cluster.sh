@@ -206,7 +206,7 @@ CONF
 export SLURM_CONF="$dir/slurm.conf"
 slurmctld -f "$SLURM_CONF"
 for i in $(seq "$nodes"); do start_node "n$i"; done
-if ! slurm_wait_idle "$nodes" 60; then
+if ! slurm_wait_idle "$nodes" 120; then  # as slurm_local.sh
   echo "slurm_cluster: not all $nodes nodes became idle; logs in $dir/log" >&2
   sinfo -N >&2 || true
   tail -n 20 "$dir"/log/*.log >&2 || true

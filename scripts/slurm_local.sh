@@ -49,10 +49,10 @@ CONF
 export SLURM_CONF="$dir/slurm.conf"
 slurmctld -f "$SLURM_CONF"
 slurmd -f "$SLURM_CONF"
-if slurm_wait_idle 1 60; then
+if slurm_wait_idle 1 120; then  # 60 s was once too short beside a -j2 test suite
   echo "slurm_local: cluster up on $host ($cpus CPUs), SLURM_CONF=$SLURM_CONF"
   exit 0
 fi
 echo "slurm_local: the node did not become idle; logs in $dir/log" >&2
-tail -20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
+tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
 exit 1
