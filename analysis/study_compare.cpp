@@ -26,7 +26,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // One series' cells at one batch size: each seed's log steps (a seed with cells in two sweeps
 // averages them, as the fit does) and the seeds that have not reached.
 struct SideCells {
-  std::map<int64_t, std::vector<double>> reached_logs;
+  std::map<int64_t, std::vector<double>> reached_logs, censored_log_caps;
   std::set<int64_t> seeds, censored, searching;
 };
 
@@ -42,6 +42,8 @@ SeriesBatches batches_of(const StudyReport& report, const std::string& series) {
       side.reached_logs[c.cell.seed].push_back(std::log(*c.cell.steps_to_target));
     } else if (c.cell.status == "censored") {
       side.censored.insert(c.cell.seed);
+      const double cap = static_cast<double>(std::max<int64_t>(c.cell.cap_steps, 1));
+      side.censored_log_caps[c.cell.seed].push_back(std::log(cap));
     } else {
       side.searching.insert(c.cell.seed);
     }
@@ -49,20 +51,30 @@ SeriesBatches batches_of(const StudyReport& report, const std::string& series) {
   return out;
 }
 
+// The mean of a side's log steps (Stat: the run report's mean and sample deviation).
+double mean(const std::vector<double>& v) { return Stat::of(v).mean; }
+
 // Per seed that reached with every cell: its mean log steps.
 std::vector<double> seed_logs(const SideCells& side) {
   std::vector<double> out;
   for (const auto& [seed, logs] : side.reached_logs) {
     if (side.censored.count(seed) || side.searching.count(seed)) continue;
-    double sum = 0.0;
-    for (double l : logs) sum += l;
-    out.push_back(sum / static_cast<double>(logs.size()));
+    out.push_back(mean(logs));
   }
   return out;
 }
 
-// The mean of a side's log steps (Stat: the run report's mean and sample deviation).
-double mean(const std::vector<double>& v) { return Stat::of(v).mean; }
+// True when every seed of the side is censored in every cell it has.
+bool all_censored(const SideCells& side) {
+  return !side.censored.empty() && side.searching.empty() && side.reached_logs.empty();
+}
+
+// Per seed of an all-censored side: its mean log cap, the least its log steps can be.
+std::vector<double> seed_log_caps(const SideCells& side) {
+  std::vector<double> out;
+  for (const auto& [seed, logs] : side.censored_log_caps) out.push_back(mean(logs));
+  return out;
+}
 
 Verdict verdict_of(const results::Interval& interval) {
   if (interval.low > 1.0) return Verdict::kAHigher;
@@ -77,6 +89,7 @@ SideAtBatch side_summary(const SideCells* side) {
   out.seeds = static_cast<int>(side->seeds.size());
   out.reached = static_cast<int>(logs.size());
   if (out.reached > 0 && out.reached == out.seeds) out.steps = std::exp(mean(logs));
+  if (all_censored(*side)) out.cap = std::exp(mean(seed_log_caps(*side)));
   return out;
 }
 
@@ -105,7 +118,40 @@ results::Interval welch_interval(const std::vector<double>& a, const std::vector
   return {std::exp(d - t * se), std::exp(d + t * se)};
 }
 
+// Every seed of one side censored, every seed of the other reached: the one-sided ratio (header),
+// or nullopt for any other batch.
+std::optional<RatioEstimate> censored_bound(const SideCells* a, const SideCells* b) {
+  if (!a || !b || all_censored(*a) == all_censored(*b)) return std::nullopt;
+  const bool a_censored = all_censored(*a);
+  const SideCells& reached = a_censored ? *b : *a;
+  if (!reached.censored.empty() || !reached.searching.empty()) return std::nullopt;
+  const auto caps = seed_log_caps(a_censored ? *a : *b), logs = seed_logs(reached);
+  const double d = a_censored ? mean(caps) - mean(logs) : mean(logs) - mean(caps);  // log A/B
+  RatioEstimate out;
+  out.ratio = std::exp(d);
+  out.bound = a_censored ? RatioBound::kAtLeast : RatioBound::kAtMost;
+  const std::string censored_text =
+      fmt::format("{}: {} of {} seeds censored, A/B {} {:.2f}x", a_censored ? "A" : "B",
+                  caps.size(), caps.size(), a_censored ? "at least" : "at most", *out.ratio);
+  const auto fewest = static_cast<size_t>(results::kMinSeedsForInterval);
+  if (caps.size() < fewest || logs.size() < fewest) {
+    out.why = fmt::format("{}; fewer than {} seeds a side: no verdict", censored_text, fewest);
+    return out;
+  }
+  const double n_c = static_cast<double>(caps.size()), n_r = static_cast<double>(logs.size());
+  const double se = Stat::of(logs).stddev.value() * std::sqrt(1.0 / n_c + 1.0 / n_r);
+  const double t = results::student_t_quantile(results::kIntervalHigh, n_r - 1.0);
+  out.kind = RatioKind::kConfidence95;
+  out.interval = a_censored ? results::Interval{std::exp(d - t * se), kInf}
+                            : results::Interval{0.0, std::exp(d + t * se)};
+  out.verdict = verdict_of(out.interval);
+  out.why =
+      out.verdict == Verdict::kNone ? censored_text + "; 95% bound includes 1" : censored_text;
+  return out;
+}
+
 RatioEstimate steps_ratio(const SideCells* a, const SideCells* b) {
+  if (auto bound = censored_bound(a, b)) return *bound;
   RatioEstimate out;
   std::vector<std::string> missing;
   for (auto m : {missing_steps("A", a), missing_steps("B", b)}) {

@@ -19,6 +19,10 @@ using nlohmann::json;
 std::string ratio_number_text(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.2f}", v); }
 
 std::string ratio_interval_text(const RatioEstimate& r) {
+  if (r.bound != RatioBound::kNone && r.kind == RatioKind::kConfidence95) {
+    return r.bound == RatioBound::kAtLeast ? "95% >= " + ratio_number_text(r.interval.low) + "x"
+                                           : "95% <= " + ratio_number_text(r.interval.high) + "x";
+  }
   const std::string range =
       ratio_number_text(r.interval.low) + "-" + ratio_number_text(r.interval.high) + "x";
   switch (r.kind) {
@@ -65,8 +69,25 @@ std::string run_sentence(const StudyComparison& c, const StepsRun& run) {
       ratio_number_text(run.interval_high));
 }
 
+// A batch where one side is censored in every seed and the bound excludes 1: its own sentence.
+std::string bound_sentence(const StudyComparison& c, const BatchComparison& row) {
+  const RatioEstimate& r = row.steps;
+  const bool a_censored = r.bound == RatioBound::kAtLeast;
+  const std::string& censored = a_censored ? c.a : c.b;
+  const std::string& reached = a_censored ? c.b : c.a;
+  const SideAtBatch& side = a_censored ? row.a : row.b;
+  return fmt::format(
+      "{} {} than {} ({} steps to target) at batch {}: {} {:.2f}x ({} censored in all {} seeds, "
+      "cap {:.0f} steps; 95% {} bound {}x, taking {}'s seeds at their caps with {}'s seed spread)",
+      c.a, a_censored ? "slower" : "faster", c.b, a_censored ? "more" : "fewer", row.batch,
+      a_censored ? "more than" : "less than", *r.ratio, censored, side.seeds, side.cap.value_or(0),
+      a_censored ? "lower" : "upper",
+      ratio_number_text(a_censored ? r.interval.low : r.interval.high), censored, reached);
+}
+
 void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
   std::vector<StepsRun> runs;
+  std::vector<std::string> bounds;
   std::map<std::string, std::vector<int64_t>> no_verdict;  // why -> batches
   std::vector<std::string> why_order;
   for (const auto& row : c.batches) {
@@ -76,6 +97,11 @@ void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
       if (batches.empty()) why_order.push_back(r.why);
       batches.push_back(row.batch);
       runs.push_back({});  // a row without a verdict ends a run
+      continue;
+    }
+    if (r.bound != RatioBound::kNone) {
+      bounds.push_back(bound_sentence(c, row));
+      runs.push_back({});  // a bound is not a ratio: it ends a run too
       continue;
     }
     if (runs.empty() || runs.back().verdict != r.verdict) {
@@ -92,6 +118,7 @@ void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
   for (const auto& run : runs) {
     if (run.verdict != Verdict::kNone) out.push_back(run_sentence(c, run));
   }
+  out.insert(out.end(), bounds.begin(), bounds.end());
   for (const auto& why : why_order) {
     out.push_back(fmt::format("no verdict on the steps at batch {}: {}",
                               fmt::join(no_verdict[why], ", "), why));
@@ -126,7 +153,8 @@ results::QueryResult compare_batch_table(const StudyComparison& c) {
     t.number("A/B", row.steps.ratio, "{:.2f}");
     t.text("interval", ratio_interval_text(row.steps));
     t.text("verdict", verdict_word(row.steps.verdict, "A slower", "A faster"));
-    t.text("note", row.steps.verdict == Verdict::kNone ? row.steps.why : "");
+    const bool noted = row.steps.verdict == Verdict::kNone || row.steps.bound != RatioBound::kNone;
+    t.text("note", noted ? row.steps.why : "");
     t.end_row();
   }
   return t.table;
@@ -155,6 +183,9 @@ json ratio_json(const RatioEstimate& r) {
   json out = {{"ratio", r.ratio ? ratio_end_json(*r.ratio) : json(nullptr)},
               {"kind", kinds.at(r.kind)},
               {"verdict", verdict_word(r.verdict, "A higher", "A lower")},
+              {"bound", r.bound == RatioBound::kAtLeast  ? json("at_least")
+                        : r.bound == RatioBound::kAtMost ? json("at_most")
+                                                         : json(nullptr)},
               {"why", r.why}};
   if (r.kind == RatioKind::kSeedRange || r.kind == RatioKind::kConfidence95) {
     out["interval"] =
@@ -166,7 +197,8 @@ json ratio_json(const RatioEstimate& r) {
 json side_json(const SideAtBatch& s) {
   return {{"seeds", s.seeds},
           {"reached", s.reached},
-          {"steps", s.steps ? json(*s.steps) : json(nullptr)}};
+          {"steps", s.steps ? json(*s.steps) : json(nullptr)},
+          {"cap", s.cap ? json(*s.cap) : json(nullptr)}};
 }
 
 std::string comparison_json(const StudyComparison& c) {
@@ -192,8 +224,11 @@ std::string compare_header(const StudyComparison& c) {
       "Comparison: A = {}, B = {}; target {}.\nPer batch: A/B = the ratio of the geometric means "
       "over the seeds of the steps to target (each seed's best LR); interval \"95%\" = Welch's t "
       "interval on the mean log steps (seeds not paired), only with {} or more seeds a side; "
-      "\"seed range\" = min-max over seed pairs (fewer seeds: no verdict). A verdict only where "
-      "a 95% interval excludes 1.\n",
+      "\"seed range\" = min-max over seed pairs (fewer seeds: no verdict). Where one side is "
+      "censored in every seed, A/B is a bound (its caps over the other side's steps) and \"95% "
+      ">=\" "
+      "or \"95% <=\" its end, taking the censored seeds at their caps with the other side's seed "
+      "spread. A verdict only where a 95% interval excludes 1.\n",
       c.a, c.b, c.targets, results::kMinSeedsForInterval);
 }
 

@@ -170,6 +170,69 @@ TEST(StudyCompare, ACensoredOrSearchingSeedLeavesTheBatchWithoutARatio) {
   EXPECT_EQ(doc["fits"]["s_min"]["verdict"], "");
 }
 
+TEST(StudyCompare, ASideCensoredInEverySeedBoundsTheRatioFromItsCaps) {
+  TempDir tmp;
+  const std::string db = tmp.file("s.db");
+  // Batch 16: lars censored in 3 seeds (cap 4000 steps), lamb reached in 3 (500 x exp(-0.1, 0,
+  // 0.1)); batch 32: lars censored in 3 seeds, lamb in 2 only.
+  std::vector<CompareCell> cells;
+  const double deviation[3] = {-0.1, 0.0, 0.1};
+  for (int seed = 0; seed < 3; ++seed) {
+    cells.push_back({"lars", 16, seed, "censored", 0});
+    cells.push_back({"lamb", 16, seed, "reached", 500 * std::exp(deviation[seed])});
+    cells.push_back({"lars", 32, seed, "censored", 0});
+    if (seed < 2) cells.push_back({"lamb", 32, seed, "reached", 300});
+  }
+  write_compare_cells(db, cells);
+  const auto c = compare_study_series(db, "lars", "lamb");
+  ASSERT_EQ(c.batches.size(), 2u);
+  const auto& b16 = c.batches[0];
+  ASSERT_TRUE(b16.steps.ratio);
+  EXPECT_EQ(b16.steps.bound, RatioBound::kAtLeast);
+  EXPECT_NEAR(*b16.steps.ratio, 8.0, 1e-9);
+  ASSERT_TRUE(b16.a.cap);
+  EXPECT_NEAR(*b16.a.cap, 4000.0, 1e-9);
+  // lamb's log deviations have sample variance 0.01; the censored side takes the same spread:
+  // se = 0.1 x sqrt(1/3 + 1/3), Student's t with 2 degrees of freedom.
+  const double se = 0.1 * std::sqrt(2.0 / 3.0), t = 4.3026527;
+  EXPECT_EQ(b16.steps.kind, RatioKind::kConfidence95);
+  EXPECT_NEAR(b16.steps.interval.low, 8.0 * std::exp(-t * se), 1e-6);
+  EXPECT_TRUE(std::isinf(b16.steps.interval.high));
+  EXPECT_EQ(b16.steps.verdict, Verdict::kAHigher);
+  const auto& b32 = c.batches[1].steps;
+  EXPECT_EQ(b32.bound, RatioBound::kAtLeast);
+  EXPECT_EQ(b32.verdict, Verdict::kNone);
+  EXPECT_EQ(b32.why,
+            "A: 3 of 3 seeds censored, A/B at least 13.33x; fewer than 3 seeds a side: "
+            "no verdict");
+  ASSERT_FALSE(c.verdicts.empty());
+  EXPECT_EQ(c.verdicts.front(),
+            fmt::format("lars slower than lamb (more steps to target) at batch 16: more than "
+                        "8.00x (lars censored in all 3 seeds, cap 4000 steps; 95% lower bound "
+                        "{:.2f}x, taking lars's seeds at their caps with lamb's seed spread)",
+                        8.0 * std::exp(-t * se)));
+
+  // The other way round: an upper bound, and "faster".
+  const auto r = compare_study_series(db, "lamb", "lars");
+  EXPECT_EQ(r.batches[0].steps.bound, RatioBound::kAtMost);
+  EXPECT_NEAR(*r.batches[0].steps.ratio, 1.0 / 8.0, 1e-9);
+  EXPECT_NEAR(r.batches[0].steps.interval.high, std::exp(t * se) / 8.0, 1e-6);
+  EXPECT_EQ(r.batches[0].steps.verdict, Verdict::kALower);
+  EXPECT_EQ(r.verdicts.front().rfind(
+                fmt::format("lamb faster than lars (fewer steps to target) at batch 16: less than "
+                            "{:.2f}x",
+                            *r.batches[0].steps.ratio),
+                0),
+            0u)
+      << r.verdicts.front();
+  const std::string text = format_study_comparison(r, results::QueryFormat::kTable);
+  EXPECT_TRUE(contains(text, fmt::format("95% <= {:.2f}x", std::exp(t * se) / 8.0))) << text;
+  const auto doc = nlohmann::json::parse(format_study_comparison(r, results::QueryFormat::kJson));
+  EXPECT_EQ(doc["batches"][0]["steps_ratio"]["bound"], "at_most");
+  EXPECT_NEAR(doc["batches"][0]["b"]["cap"].get<double>(), 4000.0, 1e-9);
+  EXPECT_TRUE(doc["batches"][0]["steps_ratio"]["interval"][0] == 0.0);
+}
+
 TEST(StudyCompare, AnUnknownSeriesIsRefusedListingTheStudysSeries) {
   TempDir tmp;
   const std::string db = tmp.file("s.db");
