@@ -70,7 +70,9 @@ Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_s
 
 // The cap of a new cell from the cells of its line that reached (docs/sweeps.md): with at least
 // 3 distinct batch sizes reached, 3 x S(B) of the fit S(B) = S_min + E_min / B (weighted least
-// squares on 1/B, weights 1/S^2), never above `max_cap`; `max_cap` otherwise.
+// squares on 1/B, weights 1/S^2), where S(B) is never taken below perfect scaling from a batch b
+// that reached (the geometric mean of its steps times b / B, the fastest fall S_min >= 0 allows),
+// and the cap never above `max_cap`; `max_cap` with fewer batches.
 struct ReachedPoint {
   int64_t batch = 0;
   double steps = 0.0;

@@ -2,6 +2,7 @@
 // runs, and the cells and trials a study spec plans.
 #include <gtest/gtest.h>
 
+#include "results/scaling_fit.h"
 #include "sweeps/study/plan.h"
 #include "tests/sweeps/sweep_test_util.h"
 
@@ -229,6 +230,26 @@ TEST(StudySpec, TheCapFollowsTheFitOnceThreeBatchesReached) {
   EXPECT_EQ(study::cap_from_fit(points, 512, 400), 400) << "never above the study's cap";
   points.pop_back();
   EXPECT_EQ(study::cap_from_fit(points, 512, 10000), 10000) << "two batches are not a fit";
+}
+
+TEST(StudySpec, TheCapNeverFallsBelowPerfectScalingFromABatchThatReached) {
+  // The text study's Nesterov line of seed 1: 5,151.8, 2,873.8 and 797.2 steps at 16, 32 and 64
+  // fall faster than 1/B, so the fit's floor is negative (S_min about -784) and it predicts 18
+  // steps at 128: a 55-step cap, where seed 0 needed 439. The largest perfect-scaling prediction
+  // from a batch that reached is 32's: 2,873.8 x 32 / 128 = 718.45, so the cap is 2,156.
+  const std::vector<study::ReachedPoint> points = {{16, 5151.8}, {32, 2873.8}, {64, 797.2}};
+  std::vector<results::FitPoint> fit_points;
+  for (const auto& p : points) fit_points.push_back({1.0 * p.batch, p.steps, false, ""});
+  const auto fit = results::fit_scaling(fit_points);
+  ASSERT_TRUE(fit);
+  ASSERT_LT(fit->s_min, 0.0) << "the case the floor is for";
+  EXPECT_LT(results::fitted_steps(*fit, 128.0), 20.0);
+  EXPECT_EQ(study::cap_from_fit(points, 128, 6000), 2156);
+  // Two cells at a batch count as their geometric mean: 16 x sqrt(5000 x 7200) / 128 = 750.
+  EXPECT_EQ(study::cap_from_fit({{16, 5000}, {16, 7200}, {32, 2873.8}, {64, 797.2}}, 128, 6000),
+            2250);
+  // A line whose fit lies above perfect scaling keeps the fit's cap (the test above: 600).
+  EXPECT_EQ(study::cap_from_fit({{64, 900}, {128, 500}, {256, 300}}, 512, 10000), 600);
 }
 
 TEST(StudySpec, WarmupIsAFractionOfTheCapAndAtLeastFiveSteps) {
