@@ -174,7 +174,10 @@ json fit_json(const SeriesFit& f) {
             {"bootstrap", nullptr},
             {"seed_range", nullptr}};
   for (const auto& b : f.batch_seeds) {
-    j["batch_seeds"].push_back({{"batch", b.batch}, {"seeds", b.seeds}, {"reached", b.reached}});
+    j["batch_seeds"].push_back({{"batch", b.batch},
+                                {"seeds", b.seeds},
+                                {"reached", b.reached},
+                                {"searching", b.searching}});
   }
   if (f.seed_range) {
     j["seed_range"] = {{"fits", f.seed_range->fits},

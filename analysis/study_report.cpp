@@ -162,7 +162,7 @@ void average_noise_scale(const StudyCellSummary& c, const StudyRecords& records,
 // The series' cells at one batch size, by status; the seeds as sets, so a seed with a cell in two
 // sweeps counts once.
 struct BatchCells {
-  std::set<int64_t> seeds, reached_seeds, censored_seeds;
+  std::set<int64_t> seeds, reached_seeds, censored_seeds, searching_seeds;
   std::vector<const StudyCellSummary*> reached;
   int64_t cap_steps = 0;  // the largest cap of the censored cells
 };
@@ -192,14 +192,16 @@ SeriesFit fit_series(const std::string& series, const std::vector<const StudyCel
       batch.censored_seeds.insert(c->cell.seed);
       batch.cap_steps = std::max(batch.cap_steps, c->cell.cap_steps);
     } else {
+      batch.searching_seeds.insert(c->cell.seed);
       out.searching.push_back(cell_name(*c));
     }
   }
   std::vector<results::SeedSteps> fitted;  // the reached cells of the batches that are points
   std::vector<results::FitPoint> censored;
   for (const auto& [batch, b] : batches) {
-    out.batch_seeds.push_back(
-        {batch, static_cast<int>(b.seeds.size()), static_cast<int>(b.reached_seeds.size())});
+    out.batch_seeds.push_back({batch, static_cast<int>(b.seeds.size()),
+                               static_cast<int>(b.reached_seeds.size()),
+                               static_cast<int>(b.searching_seeds.size())});
     if (!b.censored_seeds.empty()) {
       std::set<int64_t> decided = b.reached_seeds;
       decided.insert(b.censored_seeds.begin(), b.censored_seeds.end());
@@ -243,11 +245,14 @@ std::vector<SeriesFit> fit_all(const std::vector<StudyCellSummary>& cells,
   return fits;
 }
 
-// "64: 3, 128: 3, 256: 1" when the batch sizes of a series ran with different numbers of seeds.
+// "64: 3, 128: 3, 256: 1" when the batch sizes of a series ran with different numbers of seeds; a
+// batch with a seed still searching is left out (a ladder opens a batch's later seeds after its
+// first, so a running study would be flagged at every new batch).
 std::optional<std::string> unequal_seeds(const SeriesFit& f) {
   std::set<int> counts;
   std::vector<std::string> parts;
   for (const auto& b : f.batch_seeds) {
+    if (b.searching > 0) continue;  // a batch still opening its seeds is not yet the design
     counts.insert(b.seeds);
     parts.push_back(fmt::format("{}: {}", b.batch, b.seeds));
   }

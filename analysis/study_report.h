@@ -55,6 +55,7 @@ struct BatchSeeds {
   int64_t batch = 0;
   int seeds = 0;    // distinct seeds among the series' cells at this batch, searching ones included
   int reached = 0;  // of them, the seeds with a reached cell
+  int searching = 0;  // of them, the seeds with a cell still searching
 };
 
 struct SeriesFit {
