@@ -16,8 +16,9 @@ constexpr const char* kCompareUsage =
     "  A and B are series of the study as `batchlab report` names them (an optimizer, then the "
     "settings that vary: 'lars optim.trust_coefficient=0.01'). Prints per batch A's steps to "
     "target over B's with a 95% interval over the seeds (Welch's t on log steps; 3 or more seeds "
-    "a side, else the seed range), the same for the fits' S_min and B_crit (bootstrap over the "
-    "seeds), and a verdict only where a 95% interval excludes 1";
+    "a side, else the seed range; where one side is censored in every seed, a one-sided bound from "
+    "its caps), the same for the fits' S_min and B_crit (bootstrap over the seeds), and a verdict "
+    "only where a 95% interval excludes 1";
 
 }  // namespace
 
