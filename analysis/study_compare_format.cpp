@@ -225,10 +225,9 @@ std::string compare_header(const StudyComparison& c) {
       "over the seeds of the steps to target (each seed's best LR); interval \"95%\" = Welch's t "
       "interval on the mean log steps (seeds not paired), only with {} or more seeds a side; "
       "\"seed range\" = min-max over seed pairs (fewer seeds: no verdict). Where one side is "
-      "censored in every seed, A/B is a bound (its caps over the other side's steps) and \"95% "
-      ">=\" "
-      "or \"95% <=\" its end, taking the censored seeds at their caps with the other side's seed "
-      "spread. A verdict only where a 95% interval excludes 1.\n",
+      "censored in every seed, A/B is a bound (its caps over the other side's steps) and "
+      "\"95% >=\" or \"95% <=\" its end, taking the censored seeds at their caps with the other "
+      "side's seed spread. A verdict only where a 95% interval excludes 1.\n",
       c.a, c.b, c.targets, results::kMinSeedsForInterval);
 }
 

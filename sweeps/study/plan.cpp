@@ -229,8 +229,8 @@ int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, in
   const double predicted = results::fitted_steps(*fit, static_cast<double>(batch));
   // Under S_min >= 0 steps fall at most in proportion to 1/B, so S(B) >= S(b) b / B for every
   // batch b that reached: a fit whose floor went negative (a line still scaling faster than
-  // perfectly: Nesterov's 4,717, 1,966, 773 steps at 16, 32, 64 in the text study predicted 18
-  // steps at 128, where seed 0 needed 439) must not cut the cap below that.
+  // perfectly: the text study's Nesterov seed 1, 5,152, 2,874 and 797 steps at 16, 32 and 64,
+  // predicted 18 steps at 128, where seed 0 had needed 439) must not cut the cap below that.
   double floor = 0.0;
   for (const auto& [b, l] : logs) {
     double mean = 0.0;
