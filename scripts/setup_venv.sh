@@ -23,6 +23,18 @@ if [[ ! -x $venv/bin/python ]]; then
   echo "setup: creating $venv (/usr/bin/python3 -m venv)"
   /usr/bin/python3 -m venv "$venv"
 fi
+# pip unpacks about 3 GB of wheels under TMPDIR and installs about 6 GB into .venv: a disk that
+# fills halfway leaves a broken .venv and an OSError that names neither. Check both places first.
+need_gb=10
+for dir in "$venv" "${TMPDIR:-/tmp}"; do
+  free_kb=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
+  if ((free_kb < need_gb * 1024 * 1024)); then
+    echo "setup: error: $(df -Pk "$dir" | awk 'NR == 2 { print $6 }') (holding $dir) has" \
+      "$((free_kb / 1024 / 1024)) GB free; installing torch into $venv needs about $need_gb GB." \
+      "Free disk space (old clones, build folders) or point TMPDIR at a larger disk, then rerun." >&2
+    exit 1
+  fi
+done
 echo "setup: installing $(grep -v '^#' "$req" | xargs) into $venv (a first install downloads about 3 GB)"
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-input -q -r "$req" -c "$lock"
 echo "$want" >"$stamp"
