@@ -262,8 +262,9 @@ std::string format_study_comparison(const StudyComparison& comparison,
   std::string out =
       compare_header(comparison) + gap + results::format_result(batches, format, kAbsentCell) +
       "\n" + compare_fit_header() + gap + results::format_result(fits, format, kAbsentCell) + "\n";
+  // One blank line under the heading and none between the items: a tight Markdown list.
   out += "Verdicts (a verdict only where a 95% interval excludes 1):\n" + gap;
-  for (const auto& v : comparison.verdicts) out += fmt::format("{}- {}\n", gap, v);
+  for (const auto& v : comparison.verdicts) out += fmt::format("- {}\n", v);
   return out;
 }
 

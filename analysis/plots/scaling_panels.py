@@ -64,8 +64,10 @@ def draw_series(ax, color, series, cells, fit):
                     label=fit_label(series, fit))
         ax.plot(curve_b, [ys[0] * xs[0] / b for b in curve_b], "--", color="gray", alpha=0.35,
                 lw=0.8)
-    for b, cap in censored:
-        ax.plot([b], [cap], "o", mfc="none", color=color, ms=5)
+    for i, (b, cap) in enumerate(censored):
+        # A series that reached nowhere has no errorbar to carry its name: its first marker does.
+        label = f"{series}: censored at every batch, no fit" if not points and i == 0 else None
+        ax.plot([b], [cap], "o", mfc="none", color=color, ms=5, label=label)
         ax.annotate("", xy=(b, cap * 1.5), xytext=(b, cap),
                     arrowprops=dict(arrowstyle="->", color=color, lw=1.0))
     params = fit.get("fit")
@@ -99,7 +101,10 @@ def draw_panel(plt, ax, report, title):
         raise FigureInputError(f"{title}: no cell of the study has reached its target or been "
                                "censored yet")
     ax.plot([], [], "--", color="gray", alpha=0.35, label="perfect scaling")
-    ax.plot([], [], ":", color="gray", label="S_min (1 + B_simple/B)")
+    # A legend entry only for what a panel draws: a study without noise-scale runs has no dotted line.
+    if any(fit.get("b_simple") and (fit.get("fit") or {}).get("s_min", 0) > 0
+           for fit in report["fits"]):
+        ax.plot([], [], ":", color="gray", label="S_min (1 + B_simple/B)")
     ax.plot([], [], "o", mfc="none", color="gray", label="censored (at the cap)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
