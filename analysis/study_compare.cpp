@@ -263,6 +263,21 @@ const SeriesFit& find_series(const StudyReport& report, const std::string& name,
       db_path, name, fmt::join(names, ", ")));
 }
 
+// "nesterov's curve misses its batches' means beyond their seeds' spread (lack-of-fit p = 0.0026)",
+// one clause per side that fails the test; empty when both fit or cannot be tested.
+std::string misfit_caveat(const std::vector<const SeriesFit*>& sides) {
+  std::vector<std::string> parts;
+  for (const auto* f : sides) {
+    if (f->lack_of_fit && f->lack_of_fit->p < results::kLackOfFitLevel) {
+      parts.push_back(
+          fmt::format("{}'s curve misses its batches' means beyond their seeds' spread "
+                      "(lack-of-fit p = {:.2g})",
+                      f->series, f->lack_of_fit->p));
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 }  // namespace
 
 StudyComparison compare_study_series(const std::string& db_path, const std::string& a,
@@ -293,6 +308,7 @@ StudyComparison compare_study_series(const std::string& db_path, const std::stri
     const SideCells* sb = ib == bb.end() ? nullptr : &ib->second;
     out.batches.push_back({batch, side_summary(sa), side_summary(sb), steps_ratio(sa, sb)});
   }
+  out.fit_caveat = misfit_caveat({&fa, &fb});
   out.s_min = fit_ratio(fa, fb, s_min_value, &results::SeedRange::s_min);
   out.b_crit = fit_ratio(fa, fb, b_crit_value, &results::SeedRange::b_crit);
   out.verdicts = comparison_verdicts(out);

@@ -80,6 +80,9 @@ struct StudyComparison {
   std::string targets;                   // "val_loss 5.2"
   std::vector<BatchComparison> batches;  // every batch either side has cells at, ascending
   RatioEstimate s_min, b_crit;
+  // Empty, or which side's curve misses its batches' means by more than their seeds' spread
+  // allows (results/lack_of_fit.h, p < 0.05): its S_min and B_crit ratios compare a rough fit.
+  std::string fit_caveat;
   std::vector<std::string> verdicts;  // sentences, in the order steps, S_min, B_crit
 };
 

@@ -125,12 +125,14 @@ void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
   }
 }
 
-void fit_verdict(const std::string& a, const std::string& b, const std::string& what,
-                 const RatioEstimate& r, std::vector<std::string>& out) {
+void fit_verdict(const StudyComparison& c, const std::string& what, const RatioEstimate& r,
+                 std::vector<std::string>& out) {
+  // A verdict on an ill-fitting curve stands (its interval excludes 1) but says what it rests on.
+  const std::string caveat = c.fit_caveat.empty() ? "" : "; but " + c.fit_caveat;
   if (r.verdict != Verdict::kNone) {
-    out.push_back(fmt::format("{}'s {} {} {}'s: {}x ({})", a, what,
-                              r.verdict == Verdict::kAHigher ? "above" : "below", b,
-                              ratio_number_text(*r.ratio), ratio_interval_text(r)));
+    out.push_back(fmt::format("{}'s {} {} {}'s: {}x ({}){}", c.a, what,
+                              r.verdict == Verdict::kAHigher ? "above" : "below", c.b,
+                              ratio_number_text(*r.ratio), ratio_interval_text(r), caveat));
     return;
   }
   const std::string value =
@@ -139,7 +141,9 @@ void fit_verdict(const std::string& a, const std::string& b, const std::string& 
                                 ? ""
                                 : ", " + ratio_interval_text(r))
               : "";
-  out.push_back(fmt::format("no verdict on {}{}: {}", what, value, r.why));
+  const bool noted = r.ratio && !c.fit_caveat.empty();
+  out.push_back(fmt::format("no verdict on {}{}: {}{}", what, value, r.why,
+                            noted ? "; " + c.fit_caveat : ""));
 }
 
 results::QueryResult compare_batch_table(const StudyComparison& c) {
@@ -167,7 +171,10 @@ results::QueryResult compare_fit_table(const StudyComparison& c) {
     t.number("A/B", r->ratio, "{:.2f}");
     t.text("interval", ratio_interval_text(*r));
     t.text("verdict", verdict_word(r->verdict, "A above", "A below"));
-    t.text("note", r->verdict == Verdict::kNone ? r->why : "");
+    std::vector<std::string> notes;
+    if (r->verdict == Verdict::kNone) notes.push_back(r->why);
+    if (r->ratio && !c.fit_caveat.empty()) notes.push_back(c.fit_caveat);
+    t.text("note", fmt::format("{}", fmt::join(notes, "; ")));
     t.end_row();
   }
   return t.table;
@@ -214,7 +221,10 @@ std::string comparison_json(const StudyComparison& c) {
                     {"b", c.b},
                     {"targets", c.targets},
                     {"batches", batches},
-                    {"fits", {{"s_min", ratio_json(c.s_min)}, {"b_crit", ratio_json(c.b_crit)}}},
+                    {"fits",
+                     {{"s_min", ratio_json(c.s_min)},
+                      {"b_crit", ratio_json(c.b_crit)},
+                      {"caveat", c.fit_caveat.empty() ? json(nullptr) : json(c.fit_caveat)}}},
                     {"verdicts", c.verdicts}};
   return doc.dump(2) + "\n";
 }
@@ -244,8 +254,8 @@ std::string compare_fit_header() {
 std::vector<std::string> comparison_verdicts(const StudyComparison& comparison) {
   std::vector<std::string> out;
   steps_verdicts(comparison, out);
-  fit_verdict(comparison.a, comparison.b, "S_min", comparison.s_min, out);
-  fit_verdict(comparison.a, comparison.b, "B_crit", comparison.b_crit, out);
+  fit_verdict(comparison, "S_min", comparison.s_min, out);
+  fit_verdict(comparison, "B_crit", comparison.b_crit, out);
   return out;
 }
 

@@ -172,7 +172,18 @@ json fit_json(const SeriesFit& f) {
             {"batch_seeds", json::array()},
             {"fit", nullptr},
             {"bootstrap", nullptr},
-            {"seed_range", nullptr}};
+            {"seed_range", nullptr},
+            {"lack_of_fit", nullptr}};
+  if (f.lack_of_fit) {
+    const auto& t = *f.lack_of_fit;
+    j["lack_of_fit"] = {{"f", t.f},
+                        {"dof_lack", t.dof_lack},
+                        {"dof_pure", t.dof_pure},
+                        {"p", t.p},
+                        {"worst_batch", t.worst_batch},
+                        {"worst_measured", t.worst_measured},
+                        {"worst_fitted", t.worst_fitted}};
+  }
   for (const auto& b : f.batch_seeds) {
     j["batch_seeds"].push_back({{"batch", b.batch},
                                 {"seeds", b.seeds},

@@ -219,6 +219,7 @@ SeriesFit fit_series(const std::string& series, const std::vector<const StudyCel
   out.fit = results::fit_scaling(points);
   out.fitted_cells = fitted;
   if (out.fit) {
+    out.lack_of_fit = results::lack_of_fit(*out.fit, fitted);
     out.bootstrap = results::bootstrap_seed_fit(fitted);
     if (!out.bootstrap) out.seed_range = results::per_seed_range(fitted);
   }
@@ -296,6 +297,20 @@ std::optional<std::string> interval_warning(const SeriesFit& f) {
       f.series, results::kMinSeedsForInterval, fewest, f.seed_range->fits);
 }
 
+// A curve that misses its batches' means by more than their seeds' spread allows (p < 0.05): its
+// S_min, B_crit and their intervals describe the nearest curve of this shape, not the data.
+std::optional<std::string> lack_of_fit_warning(const SeriesFit& f) {
+  if (!f.lack_of_fit || f.lack_of_fit->p >= results::kLackOfFitLevel) return std::nullopt;
+  const auto& t = *f.lack_of_fit;
+  return fmt::format(
+      "{}: S(B) = S_min + E_min/B does not fit its batches' means within their seeds' spread "
+      "(lack-of-fit F = {:.2f} on {} and {} degrees of freedom, p = {:.3g}; furthest at batch "
+      "{:g}: "
+      "{:.0f} steps measured, {:.0f} on the curve): S_min, B_crit and their intervals are those of "
+      "the nearest curve of this shape, read them as rough",
+      f.series, t.f, t.dof_lack, t.dof_pure, t.p, t.worst_batch, t.worst_measured, t.worst_fitted);
+}
+
 std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
   std::vector<std::string> out;
   for (const auto& f : fits) {
@@ -321,6 +336,7 @@ std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
           f.series, f.fit->s_min, f.fit->e_min));
     }
     if (const auto why = interval_warning(f)) out.push_back(*why);
+    if (const auto misfit = lack_of_fit_warning(f)) out.push_back(*misfit);
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include "analysis/study_audit.h"
 #include "analysis/study_ladder.h"
 #include "analysis/study_records.h"
+#include "results/lack_of_fit.h"
 #include "results/query_result.h"
 #include "results/scaling_fit.h"
 #include "results/seed_bootstrap.h"
@@ -77,6 +78,9 @@ struct SeriesFit {
   // In its place, when there is a fit but no interval: the range of per-seed fits (nullopt with
   // fewer than two seeds that measured two batch sizes; the standard errors are then all there is).
   std::optional<results::SeedRange> seed_range;
+  // Whether the curve fits the batches' means within their seeds' spread (results/lack_of_fit.h);
+  // nullopt without a fit, with fewer than 3 fitted batches or no batch with 2 seeds.
+  std::optional<results::LackOfFit> lack_of_fit;
   // Run-averaged noise scale: each trial's mean of its finite noise_scale.b_simple rows, then the
   // mean of those per-run averages over the series' trials that have rows.
   std::optional<double> b_simple;

@@ -52,6 +52,17 @@ double incomplete_beta(double a, double b, double x) {
   return 1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b;
 }
 
+}  // namespace
+
+double regularized_incomplete_beta(double a, double b, double x) {
+  if (!(a > 0.0) || !(b > 0.0)) {
+    throw std::invalid_argument("regularized_incomplete_beta: a and b must be positive");
+  }
+  return incomplete_beta(a, b, x);
+}
+
+namespace {
+
 void check_dof(double dof) {
   if (!(dof > 0.0) || !std::isfinite(dof)) {
     throw std::invalid_argument("Student's t: degrees of freedom must be positive and finite");

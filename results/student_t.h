@@ -20,6 +20,10 @@ double student_t_cdf(double t, double dof);
 // std::invalid_argument for p outside (0, 1) or dof <= 0.
 double student_t_quantile(double p, double dof);
 
+// The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1 (x outside is
+// clamped): Student's t CDF above, and the F distribution's in results/lack_of_fit.h.
+double regularized_incomplete_beta(double a, double b, double x);
+
 // Welch-Satterthwaite degrees of freedom of mean(a) - mean(b) from the two samples' variances
 // (var_a, var_b: unbiased sample variances) and sizes (n_a, n_b >= 2). Returns the smaller of
 // n_a - 1 and n_b - 1 when both variances are 0 (no spread to weigh).

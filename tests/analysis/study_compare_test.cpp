@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/study_report.h"
 #include "core/errors.h"
 #include "tests/analysis/hand_db.h"
 #include "tests/cli/cli_runner.h"
@@ -103,6 +105,56 @@ TEST(StudyCompare, ThreeSeedsASideGiveWelchsIntervalAndAVerdictWhereItExcludesOn
   EXPECT_GT(c.b_crit.interval.high, 1.0);
   EXPECT_EQ(c.b_crit.verdict, Verdict::kNone);
   EXPECT_EQ(c.b_crit.why, "95% interval includes 1");
+  // Both curves pass through their batches' means: no lack of fit to caveat.
+  EXPECT_EQ(c.fit_caveat, "");
+}
+
+// A series whose steps fall 3x and 4x a doubling, then flatten, is fitted by S_min + E_min/B
+// anyway; the report warns and compare's fit verdicts say what they rest on.
+TEST(StudyCompare, AFitThatMissesItsBatchesIsFlaggedInTheReportAndTheFitVerdicts) {
+  TempDir tmp;
+  const std::string db = tmp.file("s.db");
+  std::vector<CompareCell> cells;
+  const double deviation[3] = {-0.05, 0.0, 0.05};
+  const std::map<int, double> kinked = {{16, 6000}, {32, 2000}, {64, 500}, {128, 400}, {256, 380}};
+  for (const auto& [batch, steps] : kinked) {
+    for (int seed = 0; seed < 3; ++seed) {
+      cells.push_back(
+          {"lamb", batch, seed, "reached", curve(100, 6400, batch) * std::exp(deviation[seed])});
+      cells.push_back({"nesterov", batch, seed, "reached", steps * std::exp(deviation[2 - seed])});
+    }
+  }
+  write_compare_cells(db, cells);
+  const StudyReport report = build_study_report(db, {});
+  std::string warnings;
+  for (const auto& w : report.warnings) warnings += w + "\n";
+  EXPECT_TRUE(contains(warnings,
+                       "nesterov: S(B) = S_min + E_min/B does not fit its batches' means "
+                       "within their seeds' spread (lack-of-fit F = "))
+      << warnings;
+  EXPECT_FALSE(contains(warnings, "lamb: S(B)")) << warnings;
+  for (const auto& f : report.fits) {
+    ASSERT_TRUE(f.lack_of_fit) << f.series;
+    EXPECT_EQ(f.lack_of_fit->dof_lack, 3);
+    EXPECT_EQ(f.lack_of_fit->dof_pure, 10);
+    if (f.series == "nesterov") {
+      EXPECT_LT(f.lack_of_fit->p, 1e-6);
+    } else {
+      EXPECT_GT(f.lack_of_fit->p, 0.99);
+    }
+  }
+  const auto c = compare_study_series(db, "lamb", "nesterov");
+  EXPECT_EQ(c.fit_caveat.rfind("nesterov's curve misses its batches' means beyond their seeds' "
+                               "spread (lack-of-fit p = ",
+                               0),
+            0u)
+      << c.fit_caveat;
+  std::string verdicts;
+  for (const auto& v : c.verdicts) verdicts += v + "\n";
+  EXPECT_TRUE(contains(verdicts, "lamb's S_min below nesterov's: ")) << verdicts;
+  EXPECT_TRUE(contains(verdicts, "; but nesterov's curve misses")) << verdicts;
+  const auto json = nlohmann::json::parse(format_study_comparison(c, results::QueryFormat::kJson));
+  EXPECT_EQ(json["fits"]["caveat"], c.fit_caveat);
 }
 
 TEST(StudyCompare, ARatioWhoseIntervalHoldsOneGetsNoVerdict) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numbers>
 #include <stdexcept>
 
 namespace batchlab::results {
@@ -29,7 +31,7 @@ TEST(StudentT, TheCdfIsSymmetricAndInvertsTheQuantile) {
   EXPECT_DOUBLE_EQ(student_t_cdf(0.0, 3), 0.5);
   EXPECT_NEAR(student_t_cdf(1.3, 3) + student_t_cdf(-1.3, 3), 1.0, 1e-12);
   // Cauchy (1 dof) has a closed form: 1/2 + atan(t)/pi.
-  EXPECT_NEAR(student_t_cdf(2.0, 1), 0.5 + std::atan(2.0) / M_PI, 1e-10);
+  EXPECT_NEAR(student_t_cdf(2.0, 1), 0.5 + std::atan(2.0) / std::numbers::pi, 1e-10);
   for (double dof : {1.5, 3.0, 7.25, 40.0}) {
     for (double p : {0.01, 0.3, 0.9, 0.995}) {
       EXPECT_NEAR(student_t_cdf(student_t_quantile(p, dof), dof), p, 1e-9) << dof << " " << p;
