@@ -3,9 +3,10 @@ example images: the Fashion-MNIST study; text: the BERT study), steps to target 
 batch on log-log axes, one colour per optimizer (fit series). Measured points are the geometric
 mean over a batch's seeds with a bar over the seeds' range; censored cells are open markers at
 their cap with an arrow up. Each series' fit S(B) = S_min + E_min/B is the solid line, its 95%
-band from the bootstrap over seeds is shaded and its B_crit interval is in the legend; the curve the
-noise scale predicts, S_min (1 + B_simple/B), is dotted; perfect scaling (steps halve when the
-batch doubles) is the dashed grey line through each series' smallest batch. The numbers are the
+band from the bootstrap over seeds is shaded and its B_crit interval is in the legend (with the
+lack-of-fit p where the report's test rejects the curve); the curve the noise scale predicts,
+S_min (1 + B_simple/B), is dotted; perfect scaling (steps halve when the batch doubles) is the
+dashed grey line through each series' smallest batch. The numbers are the
 study reports' own (batchlab report --format json), so the figure says what the report says."""
 
 import math
@@ -44,6 +45,10 @@ def fit_label(series, fit):
             label += f" [{interval[0]:.0f}, {high}]"
         elif params.get("b_crit_se"):
             label += f" ± {params['b_crit_se']:.0f}"
+    # The report's lack-of-fit test (docs/analysis.md): a curve that misses its batches' means.
+    test = fit.get("lack_of_fit") or {}
+    if test.get("p") is not None and test["p"] < 0.05:
+        label += f" (curve misfits, p = {test['p']:.2g})"
     return label
 
 
