@@ -43,7 +43,7 @@ set(BATCHLAB_UNITY_BATCH_SIZE 8 CACHE STRING "Sources per unity batch")
 # checkout's include root), plus the sources with their own COMPILE_DEFINITIONS (set those before
 # calling this) compiled alone. Not CMake's UNITY_BUILD: its batch files #include absolute paths,
 # so a clone at another path misses ccache for every batch; these have the same text in every
-# clone, and ccache (CCACHE_BASEDIR, scripts/build.sh) hits. A batch file is rewritten only when
+# clone, and ccache (CCACHE_BASEDIR, CMakeLists.txt) hits. A batch file is rewritten only when
 # its member list changes.
 function(batchlab_unity_sources out target)
   set(sources ${ARGN})

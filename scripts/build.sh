@@ -2,12 +2,8 @@
 # Configures and builds batchlab into build/ (Release, warnings as errors). Usage: scripts/build.sh [targets...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-# Files that use the precompiled LibTorch header hash its checksum file, not the .gch, which holds
-# absolute paths (cmake/batchlab.cmake, _batchlab_write_pch_checksum): a clone elsewhere hits too.
-export CCACHE_PCH_EXTSUM=true
-# Paths hashed relative to the checkout: build directories side by side (build-*/) share cache hits.
-export CCACHE_BASEDIR="$PWD"
+# ccache's settings (sloppiness, PCH checksum, base dir) go with the compiler launcher that
+# CMakeLists.txt sets, so `cmake --build build` alone hits the cache the same way.
 jobs=${BATCHLAB_JOBS:-$(nproc)}
 if [[ ! -f build/CMakeCache.txt ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATCHLAB_SERVE=ON
