@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "cli/app.h"
+#include "cli/args.h"
+#include "core/errors.h"
 #include "results/errors.h"
 #include "results/ingest.h"
 
