@@ -10,29 +10,6 @@
 
 namespace batchlab::results {
 
-namespace {
-
-// log steps per seed at each batch: {batch: {seed: mean log steps of its cells}}.
-std::map<double, std::map<int64_t, double>> log_steps_by_batch(
-    const std::vector<SeedSteps>& cells) {
-  std::map<double, std::map<int64_t, std::pair<double, int>>> sums;
-  for (const auto& c : cells) {
-    if (!(c.batch > 0.0) || !(c.steps > 0.0)) {
-      throw std::invalid_argument("lack_of_fit: batch and steps must be positive");
-    }
-    auto& [sum, count] = sums[c.batch][c.seed];
-    sum += std::log(c.steps);
-    ++count;
-  }
-  std::map<double, std::map<int64_t, double>> out;
-  for (const auto& [batch, seeds] : sums) {
-    for (const auto& [seed, s] : seeds) out[batch][seed] = s.first / s.second;
-  }
-  return out;
-}
-
-}  // namespace
-
 double f_distribution_sf(double f, double d1, double d2) {
   if (!(d1 > 0.0) || !(d2 > 0.0)) {
     throw std::invalid_argument("f_distribution_sf: degrees of freedom must be positive");
@@ -44,7 +21,7 @@ double f_distribution_sf(double f, double d1, double d2) {
 }
 
 std::optional<LackOfFit> lack_of_fit(const ScalingFit& fit, const std::vector<SeedSteps>& cells) {
-  const auto by_batch = log_steps_by_batch(cells);
+  const auto by_batch = seed_log_steps(cells);
   const int batches = static_cast<int>(by_batch.size());
   int seeds = 0;
   double ss_lack = 0.0, ss_pure = 0.0, worst = -1.0;

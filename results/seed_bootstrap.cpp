@@ -17,26 +17,6 @@ namespace {
 
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
-// batch -> seed -> the mean log steps of that seed's cells at that batch.
-using SeedLogSteps = std::map<double, std::map<int64_t, double>>;
-
-SeedLogSteps seed_log_steps(const std::vector<SeedSteps>& cells) {
-  std::map<double, std::map<int64_t, std::pair<double, int>>> sums;
-  for (const auto& c : cells) {
-    if (!(c.batch > 0.0) || !(c.steps > 0.0)) {
-      throw std::invalid_argument("seed_mean_points: batch and steps must be positive");
-    }
-    auto& [sum, n] = sums[c.batch][c.seed];
-    sum += std::log(c.steps);
-    ++n;
-  }
-  SeedLogSteps out;
-  for (const auto& [batch, seeds] : sums) {
-    for (const auto& [seed, s] : seeds) out[batch][seed] = s.first / s.second;
-  }
-  return out;
-}
-
 // One batch's seeds as the bootstrap draws them: their log steps about the batch's mean, the
 // deviations scaled by sqrt(n / (n - 1)) so that a draw of n spreads as the seeds do (header).
 struct BatchDraws {
@@ -103,6 +83,23 @@ std::vector<FitPoint> draw_points(const std::vector<BatchDraws>& batches,
 }
 
 }  // namespace
+
+SeedLogSteps seed_log_steps(const std::vector<SeedSteps>& cells) {
+  std::map<double, std::map<int64_t, std::pair<double, int>>> sums;
+  for (const auto& c : cells) {
+    if (!(c.batch > 0.0) || !(c.steps > 0.0)) {
+      throw std::invalid_argument("seed steps: batch and steps must be positive");
+    }
+    auto& [sum, n] = sums[c.batch][c.seed];
+    sum += std::log(c.steps);
+    ++n;
+  }
+  SeedLogSteps out;
+  for (const auto& [batch, seeds] : sums) {
+    for (const auto& [seed, s] : seeds) out[batch][seed] = s.first / s.second;
+  }
+  return out;
+}
 
 std::vector<FitPoint> seed_mean_points(const std::vector<SeedSteps>& cells) {
   std::vector<FitPoint> points;

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -60,6 +61,11 @@ struct SeedSteps {
 // first, so every seed counts once). Throws std::invalid_argument for a non-positive batch or
 // steps.
 std::vector<FitPoint> seed_mean_points(const std::vector<SeedSteps>& cells);
+
+// batch -> seed -> the mean log steps of that seed's cells at that batch (a seed with several cells
+// counts once). Throws std::invalid_argument for a non-positive batch or steps.
+using SeedLogSteps = std::map<double, std::map<int64_t, double>>;
+SeedLogSteps seed_log_steps(const std::vector<SeedSteps>& cells);
 
 // high is +infinity when the upper end is unbounded.
 struct Interval {
