@@ -263,6 +263,13 @@ const SeriesFit& find_series(const StudyReport& report, const std::string& name,
       db_path, name, fmt::join(names, ", ")));
 }
 
+const SeriesSettings* settings_of_series(const StudyReport& report, const std::string& name) {
+  for (const auto& s : report.settings) {
+    if (s.series == name) return &s;
+  }
+  return nullptr;
+}
+
 // "nesterov's curve misses its batches' means beyond their seeds' spread (lack-of-fit p = 0.0026)",
 // one clause per side that fails the test; empty when both fit or cannot be tested.
 std::string misfit_caveat(const std::vector<const SeriesFit*>& sides) {
@@ -308,6 +315,10 @@ StudyComparison compare_study_series(const std::string& db_path, const std::stri
     const SideCells* sb = ib == bb.end() ? nullptr : &ib->second;
     out.batches.push_back({batch, side_summary(sa), side_summary(sb), steps_ratio(sa, sb)});
   }
+  const SeriesSettings *set_a = settings_of_series(report, a),
+                       *set_b = settings_of_series(report, b);
+  out.settings_known = set_a && set_b && !set_a->settings.empty() && !set_b->settings.empty();
+  if (out.settings_known) out.settings = series_differences(*set_a, *set_b);
   out.fit_caveat = misfit_caveat({&fa, &fb});
   out.s_min = fit_ratio(fa, fb, s_min_value, &results::SeedRange::s_min);
   out.b_crit = fit_ratio(fa, fb, b_crit_value, &results::SeedRange::b_crit);

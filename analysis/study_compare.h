@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/optimizer_settings.h"
 #include "results/query_result.h"
 #include "results/seed_bootstrap.h"
 
@@ -84,6 +85,10 @@ struct StudyComparison {
   // allows (results/lack_of_fit.h, p < 0.05): its S_min and B_crit ratios compare a rough fit.
   std::string fit_caveat;
   std::vector<std::string> verdicts;  // sentences, in the order steps, S_min, B_crit
+  // The optimizer settings in which A's trials and B's differ (analysis/series_settings.h), and
+  // whether both sides had resolved configs to compare (false: the database has no runs rows).
+  std::vector<SettingDiff> settings;
+  bool settings_known = false;
 };
 
 // Throws InputError when the database holds no study or A or B names no series of it (the message
@@ -98,8 +103,9 @@ StudyComparison compare_study_series(const std::string& db_path, const std::stri
 // and why, then S_min and B_crit.
 std::vector<std::string> comparison_verdicts(const StudyComparison& comparison);
 
-// table / markdown: a header, the per-batch table, the fit table and the verdict lines; csv: the
-// per-batch table and the fit table; json: {"kind": "study_comparison", "a", "b", "targets",
+// table / markdown: a header, the settings in which A and B differ, the per-batch table, the fit
+// table and the verdict lines; csv: the per-batch table and the fit table; json: {"kind":
+// "study_comparison", "a", "b", "targets", "settings_differ" ([{key, a, b}], null when unknown),
 // "batches", "fits", "verdicts"} with unrounded numbers (an unbounded end as null).
 std::string format_study_comparison(const StudyComparison& comparison, results::QueryFormat format);
 

@@ -208,6 +208,40 @@ json side_json(const SideAtBatch& s) {
           {"cap", s.cap ? json(*s.cap) : json(nullptr)}};
 }
 
+json settings_differ_json(const StudyComparison& c) {
+  if (!c.settings_known) return nullptr;
+  json out = json::array();
+  for (const auto& d : c.settings) out.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  return out;
+}
+
+// The settings in which A and B differ, before anything else is read into the comparison.
+std::string settings_section(const StudyComparison& c, results::QueryFormat format,
+                             const std::string& gap) {
+  if (!c.settings_known) {
+    return "Settings: unknown (no resolved configs in the runs table), so the comparison cannot "
+           "show whether A and B were treated alike.\n" +
+           gap;
+  }
+  if (c.settings.empty()) {
+    return "Settings: A and B differ in no optimizer setting but the learning rate, searched per "
+           "cell.\n" +
+           gap;
+  }
+  TableBuilder t;
+  for (const auto& d : c.settings) {
+    t.text("setting", d.key);
+    t.text("A", d.a);
+    t.text("B", d.b);
+    t.end_row();
+  }
+  return fmt::format(
+             "Settings in which A and B differ (from their trials' resolved configs; the learning "
+             "rate is searched per cell; {} = the optimizer has no such setting):\n",
+             kNotUsed) +
+         gap + results::format_result(t.table, format, kAbsentCell) + "\n";
+}
+
 std::string comparison_json(const StudyComparison& c) {
   json batches = json::array();
   for (const auto& row : c.batches) {
@@ -220,6 +254,7 @@ std::string comparison_json(const StudyComparison& c) {
                     {"a", c.a},
                     {"b", c.b},
                     {"targets", c.targets},
+                    {"settings_differ", settings_differ_json(c)},
                     {"batches", batches},
                     {"fits",
                      {{"s_min", ratio_json(c.s_min)},
@@ -269,9 +304,10 @@ std::string format_study_comparison(const StudyComparison& comparison,
     return results::format_csv(batches) + "\n" + results::format_csv(fits);
   }
   const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
-  std::string out =
-      compare_header(comparison) + gap + results::format_result(batches, format, kAbsentCell) +
-      "\n" + compare_fit_header() + gap + results::format_result(fits, format, kAbsentCell) + "\n";
+  std::string out = compare_header(comparison) + gap + settings_section(comparison, format, gap) +
+                    results::format_result(batches, format, kAbsentCell) + "\n" +
+                    compare_fit_header() + gap + results::format_result(fits, format, kAbsentCell) +
+                    "\n";
   // One blank line under the heading and none between the items: a tight Markdown list.
   out += "Verdicts (a verdict only where a 95% interval excludes 1):\n" + gap;
   for (const auto& v : comparison.verdicts) out += fmt::format("- {}\n", v);

@@ -240,6 +240,32 @@ json ladder_json(const StudyLadder& l) {
             {"censored_rungs", l.rule.censored_rungs}}}};
 }
 
+json settings_json(const SeriesSettings& s) {
+  json values = json::array();
+  for (const auto& v : s.settings) values.push_back({{"key", v.key}, {"value", v.value}});
+  return {{"series", s.series}, {"runs", s.runs}, {"configs", s.configs}, {"values", values}};
+}
+
+// The settings table with what it is read from; "" when no trial has a resolved config.
+std::string settings_section(const StudyReport& report, results::QueryFormat format,
+                             const std::string& gap) {
+  const auto table = series_settings_table(report.settings);
+  if (table.rows.empty()) return "";
+  std::vector<std::string> partial;
+  for (const auto& s : report.settings) {
+    if (s.configs < s.runs) {
+      partial.push_back(fmt::format("{}: {} of {} trials", s.series, s.configs, s.runs));
+    }
+  }
+  return fmt::format(
+             "Optimizer settings per series, from its trials' resolved configs "
+             "(runs.config_toml){}; the learning rate is searched per cell (best_lr above). "
+             "\"searched: ...\" = values tried within a cell's search; \"per cell: ...\" = set "
+             "per cell; {} = the optimizer has no such setting.\n",
+             partial.empty() ? "" : fmt::format(" ({})", fmt::join(partial, ", ")), kNotUsed) +
+         gap + results::format_result(table, format, kAbsentCell) + "\n";
+}
+
 std::string study_json(const StudyReport& report) {
   json j = {{"kind", "study"},
             {"targets", report.targets},
@@ -251,6 +277,8 @@ std::string study_json(const StudyReport& report) {
   for (const auto& f : report.fits) j["fits"].push_back(fit_json(f));
   j["ladders"] = json::array();
   for (const auto& l : report.ladders) j["ladders"].push_back(ladder_json(l));
+  j["settings"] = json::array();
+  for (const auto& s : report.settings) j["settings"].push_back(settings_json(s));
   j["cost"] = {{"trials", report.cost.trials},
                {"samples_trained", report.cost.samples_trained},
                {"samples_at_cap", report.cost.samples_at_cap},
@@ -329,12 +357,14 @@ std::string format_study_report(const StudyReport& report, results::QueryFormat 
   const auto cells = study_cell_table(report);
   const auto fits = study_fit_table(report);
   if (format == QueryFormat::kCsv) {
-    return results::format_csv(cells) + "\n" + results::format_csv(fits);
+    const auto settings = series_settings_table(report.settings);
+    return results::format_csv(cells) + "\n" + results::format_csv(fits) +
+           (settings.rows.empty() ? "" : "\n" + results::format_csv(settings));
   }
   const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
   std::string out = header(report) + gap + results::format_result(cells, format, kAbsentCell) +
                     "\n" + fit_header() + gap + results::format_result(fits, format, kAbsentCell) +
-                    "\n";
+                    "\n" + settings_section(report, format, gap);
   for (const auto& l : report.ladders) out += ladder_line(l) + "\n" + gap;
   out += cost_line(report.cost);
   for (const auto& w : report.warnings) out += fmt::format("{}warning: {}\n", gap, w);

@@ -133,6 +133,23 @@ std::map<std::string, results::LadderRule> read_ladders(const std::string& db_pa
   return out;
 }
 
+// The resolved config of every trial's run that has a runs row.
+std::map<std::string, std::string> read_run_configs(const std::string& db_path,
+                                                    const CellFilter& filter) {
+  std::map<std::string, std::string> out;
+  if (!has_table(db_path, "runs")) return out;
+  const auto result = results::query_readonly(
+      db_path,
+      "SELECT r.run_id, r.config_toml FROM runs r JOIN study_trials t ON t.run_id = r.run_id "
+      "JOIN study_cells c ON c.cell_id = t.cell_id" +
+          filter.clause,
+      filter.params);
+  for (const auto& row : result.rows) {
+    if (row[0] && row[1] && !row[1]->empty()) out[*row[0]] = *row[1];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool has_study(const std::string& db_path, const std::optional<std::string>& sweep_id) {
@@ -151,6 +168,7 @@ StudyRecords read_study_records(const std::string& db_path,
   out.trials = read_trials(db_path, filter);
   out.b_simple = read_b_simple(db_path, filter);
   out.ladders = read_ladders(db_path, out.cells);
+  out.run_configs = read_run_configs(db_path, filter);
   return out;
 }
 

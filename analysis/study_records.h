@@ -1,8 +1,9 @@
 // The rows a scaling study leaves in its database (schema v3, contract C3): one study_cells row per
 // cell (optimizer x batch x other non-LR axes x seed), one study_trials row per learning rate tried
-// in a cell, and the noise_scale rows those trials measured. The study analysis reads these three
-// tables and nothing else, so a database written by another program with the documented tables
-// gives the same numbers.
+// in a cell, and the noise_scale rows those trials measured. The study's numbers come from these
+// three tables and nothing else, so a database written by another program with the documented
+// tables gives the same numbers; the trials' resolved configs (runs.config_toml) are read only to
+// list each series' optimizer settings, and their absence only leaves that list out.
 #pragma once
 
 #include <cstdint>
@@ -53,13 +54,16 @@ struct StudyRecords {
   std::map<std::string, std::vector<double>> b_simple;
   // Per sweep_id whose stored spec (sweeps.spec_toml) has a [study.ladder], its rule.
   std::map<std::string, results::LadderRule> ladders;
+  // run_id -> runs.config_toml of the trials' runs that have a row (none without a runs table:
+  // a database written with the study tables alone), for their optimizer settings.
+  std::map<std::string, std::string> run_configs;
 };
 
 // True when the database has a study_cells table with at least one row (of `sweep_id` when set).
 bool has_study(const std::string& db_path, const std::optional<std::string>& sweep_id = {});
 
 // Reads the study's cells and trials (of `sweep_id` when set), its trials' noise-scale rows and
-// the ladder rules of the sweeps' stored specs (none without a sweeps table).
+// resolved configs, and the ladder rules of the sweeps' stored specs (none without a sweeps table).
 // A database without a noise_scale table reads as no noise-scale rows. Throws StoreInputError for a
 // missing file or tables that lack the documented columns.
 StudyRecords read_study_records(const std::string& db_path,

@@ -341,6 +341,22 @@ std::vector<std::string> warnings_of(const std::vector<SeriesFit>& fits) {
   return out;
 }
 
+// The run ids of each series' trials, cell by cell, in the order of the fits.
+std::vector<SeriesRuns> series_runs(const StudyReport& report) {
+  std::vector<SeriesRuns> out;
+  for (const auto& f : report.fits) {
+    SeriesRuns s{f.series, {}};
+    for (const auto& c : report.cells) {
+      if (c.series != f.series) continue;
+      std::vector<std::string> ids;
+      for (const auto& t : c.trials) ids.push_back(t.run_id);
+      s.cells.push_back(std::move(ids));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 StudyReport build_study_report(const std::string& db_path, const StudyReportOptions& options) {
@@ -356,6 +372,7 @@ StudyReport build_study_report(const std::string& db_path, const StudyReportOpti
   summarize_seeds(report.cells);
   report.fits = fit_all(report.cells, records);
   report.ladders = summarize_ladders(report.cells, records.ladders);
+  report.settings = series_settings(series_runs(report), records.run_configs);
   report.cost = study_cost(records.cells, records.trials);
   report.warnings = warnings_of(report.fits);
   if (const auto pruned = pruning_warning(report.cells)) report.warnings.push_back(*pruned);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/series_settings.h"
 #include "analysis/study_audit.h"
 #include "analysis/study_ladder.h"
 #include "analysis/study_records.h"
@@ -94,6 +95,9 @@ struct StudyReport {
   std::vector<StudyCellSummary> cells;
   std::vector<SeriesFit> fits;
   std::vector<StudyLadder> ladders;  // one per ladder group, for sweeps with a [study.ladder]
+  // Each series' effective optimizer settings from its trials' resolved configs, in fits' order
+  // (analysis/series_settings.h); a series without configs has empty settings.
+  std::vector<SeriesSettings> settings;
   StudyCost cost;
   std::vector<std::string> warnings;
 };

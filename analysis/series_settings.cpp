@@ -1,0 +1,72 @@
+#include "analysis/series_settings.h"
+
+#include <algorithm>
+
+#include "analysis/table_builder.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+std::string value_or_not_used(const EffectiveSettings& settings, const std::string& key) {
+  for (const auto& s : settings) {
+    if (s.key == key) return s.value;
+  }
+  return std::string(kNotUsed);
+}
+
+bool any_has(const std::vector<const SeriesSettings*>& series, const std::string& key) {
+  return std::any_of(series.begin(), series.end(), [&](const SeriesSettings* s) {
+    return std::any_of(s->settings.begin(), s->settings.end(),
+                       [&](const Setting& x) { return x.key == key; });
+  });
+}
+
+}  // namespace
+
+std::vector<SeriesSettings> series_settings(const std::vector<SeriesRuns>& series,
+                                            const std::map<std::string, std::string>& configs) {
+  std::vector<SeriesSettings> out;
+  for (const auto& s : series) {
+    SeriesSettings row;
+    row.series = s.series;
+    std::vector<std::vector<EffectiveSettings>> cells;
+    for (const auto& run_ids : s.cells) {
+      std::vector<EffectiveSettings> runs;
+      for (const auto& id : run_ids) {
+        ++row.runs;
+        const auto it = configs.find(id);
+        if (it == configs.end()) continue;
+        runs.push_back(settings_of(it->second));
+        ++row.configs;
+      }
+      if (!runs.empty()) cells.push_back(std::move(runs));
+    }
+    if (!cells.empty()) row.settings = merge_cell_settings(cells);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+results::QueryResult series_settings_table(const std::vector<SeriesSettings>& settings) {
+  std::vector<const SeriesSettings*> shown;
+  for (const auto& s : settings) {
+    if (!s.settings.empty()) shown.push_back(&s);
+  }
+  TableBuilder b;
+  if (shown.empty()) return b.table;
+  for (const auto& key : setting_order()) {
+    if (!any_has(shown, key)) continue;
+    b.text("setting", key);
+    for (const auto* s : shown) b.text(s->series, value_or_not_used(s->settings, key));
+    b.end_row();
+  }
+  return b.table;
+}
+
+std::vector<SettingDiff> series_differences(const SeriesSettings& a, const SeriesSettings& b) {
+  if (a.settings.empty() || b.settings.empty()) return {};
+  return differing_settings(a.settings, b.settings);
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,41 @@
+// The effective optimizer settings of each series of a study (analysis/optimizer_settings.h over
+// the resolved configs of the series' trials), for `batchlab report`'s settings table and
+// `batchlab compare`'s list of the settings in which its two series differ.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/optimizer_settings.h"
+#include "results/query_result.h"
+
+namespace batchlab::analysis {
+
+// One series and the run ids of its trials, grouped by cell.
+struct SeriesRuns {
+  std::string series;
+  std::vector<std::vector<std::string>> cells;
+};
+
+struct SeriesSettings {
+  std::string series;
+  int runs = 0;                // trials of the series
+  int configs = 0;             // of them, those with a resolved config (a runs row)
+  EffectiveSettings settings;  // merge_cell_settings over those; empty when configs == 0
+};
+
+// The settings of each series from `configs` (run_id -> runs.config_toml). A series none of whose
+// trials has a config keeps its runs count and empty settings. Throws SettingsError for a config
+// that is not TOML.
+std::vector<SeriesSettings> series_settings(const std::vector<SeriesRuns>& series,
+                                            const std::map<std::string, std::string>& configs);
+
+// The settings as a table: one row per setting (setting_order()), one column per series that has
+// settings; a key a series' optimizer does not use is kNotUsed. No rows when no series has any.
+results::QueryResult series_settings_table(const std::vector<SeriesSettings>& settings);
+
+// The differences between two series' settings; empty when either has none (no configs).
+std::vector<SettingDiff> series_differences(const SeriesSettings& a, const SeriesSettings& b);
+
+}  // namespace batchlab::analysis
