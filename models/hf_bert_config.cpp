@@ -3,14 +3,19 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/errors.h"
+#include "models/bounded_json.h"
 
 namespace batchlab::models {
 namespace {
+
+// save_pretrained's config.json is about a kilobyte; a megabyte leaves room for any real one.
+constexpr uintmax_t kMaxConfigBytes = uintmax_t{1} << 20;
 
 // One config.json key, the experiment's value, and which experiment key sets it.
 struct HfShapeKey {
@@ -75,22 +80,32 @@ std::vector<std::string> hf_bert_config_differences(const std::string& path,
                                                     const BertConfig& config) {
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("{}: cannot be read", path));
+  // save_pretrained writes about a kilobyte; the bound keeps a huge file from being read whole.
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxConfigBytes) {
+    throw InputError(fmt::format(
+        "{}: {} bytes, more than the {} a config.json may have (save_pretrained writes about a "
+        "kilobyte): not a Hugging Face config.json; give the folder save_pretrained wrote",
+        path, size, kMaxConfigBytes));
+  }
   std::stringstream text;
   text << in.rdbuf();
-  const auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  // Depth and size are bounded before the parse (models/bounded_json.h).
+  const auto parsed = parse_bounded_json(text.str(), path, "config.json");
+  if (!parsed || !parsed->is_object()) {
     throw InputError(fmt::format(
         "{}: not a JSON object (a Hugging Face config.json, as save_pretrained writes it, is "
         "expected)",
         path));
   }
+  const nlohmann::json& j = *parsed;
   std::vector<std::string> out;
   for (const auto& f : kFixed) {
     if (!j.contains(f.key)) continue;
     const auto& v = j[f.key];
     if (!v.is_string() || v.get<std::string>() != f.value) {
       out.push_back(fmt::format("{}: config.json {}, batchlab's BERT computes only {}", f.key,
-                                v.dump(), f.value));
+                                json_excerpt(v), f.value));
     }
   }
   for (const auto& s : hf_shape_keys(config)) {
@@ -107,8 +122,8 @@ std::vector<std::string> hf_bert_config_differences(const std::string& path,
                               ? static_cast<float>(v.get<double>()) == static_cast<float>(s.value)
                               : v.get<double>() == s.value);
     if (!same) {
-      out.push_back(fmt::format("{}: config.json {}, the experiment {} ({})", s.key, v.dump(),
-                                hf_number(s.value), s.set_by));
+      out.push_back(fmt::format("{}: config.json {}, the experiment {} ({})", s.key,
+                                json_excerpt(v), hf_number(s.value), s.set_by));
     }
   }
   return out;

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "core/errors.h"
+#include "models/bounded_json.h"
 
 namespace batchlab::models {
 namespace {
@@ -76,7 +77,7 @@ std::vector<int64_t> header_shape(const std::string& path, const std::string& na
   for (const auto& d : shape) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t{INT64_MAX}) {
       malformed(path, fmt::format("tensor {}: shape {} holds a value that is no size", name,
-                                  shape.dump()));
+                                  json_excerpt(shape)));
     }
     out.push_back(d.get<int64_t>());
   }
@@ -89,12 +90,12 @@ HeaderEntry entry_of(const std::string& path, const std::string& name, const nlo
       !value.contains("data_offsets")) {
     malformed(path, fmt::format(
                         "tensor {}: expected an object with dtype, shape and data_offsets, got {}",
-                        name, value.dump()));
+                        name, json_excerpt(value)));
   }
   HeaderEntry e;
   e.name = name;
   const auto& dtype = value["dtype"];
-  const std::string dtype_name = dtype.is_string() ? dtype.get<std::string>() : dtype.dump();
+  const std::string dtype_name = dtype.is_string() ? dtype.get<std::string>() : json_excerpt(dtype);
   const auto known = dtype_named(dtype_name);
   if (!known) {
     malformed(path, fmt::format("tensor {}: unknown dtype {} (batchlab reads {})", name, dtype_name,
@@ -105,8 +106,8 @@ HeaderEntry entry_of(const std::string& path, const std::string& name, const nlo
   const auto& offsets = value["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned()) {
-    malformed(path,
-              fmt::format("tensor {}: data_offsets {} is not [begin, end]", name, offsets.dump()));
+    malformed(path, fmt::format("tensor {}: data_offsets {} is not [begin, end]", name,
+                                json_excerpt(offsets)));
   }
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
@@ -197,8 +198,10 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::string header(header_bytes, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_bytes));
   if (!in) malformed(path, "the header cannot be read");
-  const auto json = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) {
+  // Depth and size are bounded before the parse (models/bounded_json.h): a hostile header must
+  // not take the stack or gigabytes of memory.
+  const auto parsed = parse_bounded_json(header, path, "safetensors header");
+  if (!parsed || !parsed->is_object()) {
     malformed(path,
               fmt::format("the {}-byte header is not a JSON object (a wrong header length, or not "
                           "a safetensors file at all)",
@@ -207,7 +210,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   const uint64_t buffer_bytes = size - 8 - header_bytes;
   SafetensorsFile out;
   std::vector<HeaderEntry> entries;
-  for (const auto& [name, value] : json.items()) {
+  for (const auto& [name, value] : parsed->items()) {
     if (name == "__metadata__") {
       if (!value.is_object()) malformed(path, "__metadata__ is not an object");
       for (const auto& [key, text] : value.items()) {

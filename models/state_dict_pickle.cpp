@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "core/errors.h"
+#include "models/pickle_nesting.h"
 
 namespace batchlab::models {
 namespace {
@@ -345,6 +346,12 @@ class StackSimulator {
 std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
                                             const std::string& source_name) {
   const std::vector<Op> ops = OpReader(pickle, source_name).read_all();
+  // The depth LibTorch's unpickler would build, bounded before it builds anything
+  // (models/pickle_nesting.h).
+  std::vector<PickleStep> steps;
+  steps.reserve(ops.size());
+  for (const Op& op : ops) steps.push_back({op.code, memo_index(pickle, op), op.begin});
+  pickle_nesting_depth(steps, source_name);
   const std::vector<int> marks = StackSimulator(ops, source_name).marks_before();
   std::vector<char> out;
   out.reserve(pickle.size() + pickle.size() / 16);

@@ -94,5 +94,35 @@ TEST(HfBertConfig, AFileThatIsNoConfigJsonIsAnInputErrorNamingIt) {
   EXPECT_THROW(hf_bert_config_differences(dir.file("absent.json"), c), InputError);
 }
 
+// A value nested 200,000 deep where a key's value belongs was printed recursively into the list
+// of differences and overflowed the stack; now the file is refused by depth, and a file of more
+// than a megabyte by size.
+TEST(HfBertConfig, ADeeplyNestedOrHugeFileIsRefusedNamingItNotACrash) {
+  test_support::TempDir dir("hfcfg");
+  const BertConfig c = tiny();
+  const size_t levels = 200'000;
+  const std::string deep =
+      written(dir, "{\"hidden_act\": " + std::string(levels, '[') + std::string(levels, ']') + "}");
+  try {
+    hf_bert_config_differences(deep, c);
+    ADD_FAILURE() << "accepted a config.json nested 200,000 deep";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(deep + ": the config.json nests arrays and objects more "
+                                                "than 128 levels deep"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string huge =
+      written(dir, "{\"hidden_act\": \"" + std::string(size_t{2} << 20, 'x') + "\"}");
+  try {
+    hf_bert_config_differences(huge, c);
+    ADD_FAILURE() << "accepted a 2 MB config.json";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 1048576 a config.json may have"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace batchlab::models

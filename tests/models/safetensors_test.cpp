@@ -128,6 +128,36 @@ TEST(Safetensors, MalformedFilesAreRefusedNamingTheFileAndWhatIsWrong) {
             std::string::npos);
 }
 
+// A header nested 200,000 deep (400 KB) parsed, then overflowed the stack when the error message
+// printed the value (exit 139); the package refuses more than 128 levels, and so does batchlab.
+TEST(Safetensors, DeeplyNestedHeaderIsRefusedNamingTheFileNotACrash) {
+  SafetensorsFiles files;
+  const size_t levels = 200'000;
+  const std::string header = "{\"a\": " + std::string(levels, '[') + std::string(levels, ']') + "}";
+  const std::string path = files.raw("deep.safetensors", header, 0);
+  const std::string message = refusal(path);
+  EXPECT_NE(message.find(path + ": the safetensors header nests arrays and objects more than 128 "
+                                "levels deep"),
+            std::string::npos)
+      << message;
+}
+
+// A tensor entry that is a huge list is reported by its first characters, not in full.
+TEST(Safetensors, ErrorMessagesQuoteAnExcerptOfALongValue) {
+  SafetensorsFiles files;
+  std::string list = "[0";
+  for (int i = 0; i < 100'000; ++i) list += ",0";
+  list += "]";
+  const std::string path = files.raw("list_entry.safetensors", "{\"a\": " + list + "}", 0);
+  const std::string message = refusal(path);
+  EXPECT_NE(message.find("tensor a: expected an object with dtype, shape and data_offsets, got "
+                         "[0,0,0"),
+            std::string::npos)
+      << message.substr(0, 300);
+  EXPECT_NE(message.find("... (200003 characters)"), std::string::npos) << message.substr(0, 300);
+  EXPECT_LT(message.size(), 1000u);
+}
+
 TEST(Safetensors, ReadWeightsFileChoosesTheFormatByExtension) {
   SafetensorsFiles files;
   const StateDict entries = {{"w", torch::ones({2, 2})}};

@@ -102,6 +102,46 @@ TEST(StateDictPickle, ProgramsItCannotReadAreInputErrors) {
   EXPECT_NE(message(kProto2 + "}s.").find("malformed"), std::string::npos);
 }
 
+std::string pickle_refusal(const std::string& program) {
+  try {
+    rewrite_state_dict_pickle(bytes(program), "deep.pt");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// 200,000 nested lists (400 KB) would be built by LibTorch's unpickler and destroyed recursively.
+TEST(StateDictPickle, ObjectsNestedPastTheBoundAreRefusedBeforeLibTorchBuildsThem) {
+  const size_t levels = 200'000;
+  const std::string deep = kProto2 + std::string(levels, ']') + std::string(levels - 1, 'a') + ".";
+  EXPECT_NE(
+      pickle_refusal(deep).find("deep.pt: cannot read the state_dict: its objects nest more than "
+                                "128 levels deep"),
+      std::string::npos)
+      << pickle_refusal(deep);
+  const std::string shallow = kProto2 + std::string(127, ']') + std::string(126, 'a') + ".";
+  EXPECT_EQ(pickle_refusal(shallow), "");
+}
+
+// A chain built through the memo keeps the stack two items high: each list is appended to the
+// previous one after that one was memoized, as torch.save fills its memoized dicts.
+TEST(StateDictPickle, NestingBuiltThroughTheMemoIsMeasuredToo) {
+  std::string program = kProto2 + "]q\x00"s;
+  // "]q\x01" "a0h\x01": the literal is split so that 'a' is not read as a hex digit of \x01.
+  for (int i = 0; i < 200; ++i)
+    program +=
+        "]q\x01"
+        "a0h\x01"s;
+  program += "0h\x00."s;
+  EXPECT_NE(pickle_refusal(program).find("nest more than 128 levels"), std::string::npos)
+      << pickle_refusal(program);
+  EXPECT_NE(pickle_refusal(kProto2 + "]q\x00h\x00"
+                                     "a."s)
+                .find("an object holds itself"),
+            std::string::npos);
+}
+
 TEST(StateDictPickle, ArchivesOfLibTorchPassThrough) {
   c10::Dict<std::string, torch::Tensor> dict;
   dict.insert("w", torch::arange(6, torch::kFloat).view({2, 3}));
