@@ -6,6 +6,7 @@
 #include "core/config/exclusive_keys.h"
 #include "core/config/schema.h"
 #include "core/config/suggest.h"
+#include "core/config/toml_depth.h"
 #include "core/config/toml_text.h"
 
 namespace batchlab::config {
@@ -77,9 +78,17 @@ std::optional<ParsedOverride> parse_override(std::string_view text, std::string&
   const std::string_view value = trimmed(text.substr(equals + 1));
   // Parsing "value = <text>" as a document gives TOML's reading of the value. Anything else in
   // that document (a newline smuggling in a second key) means it was not a single value.
+  const std::string snippet = "value = " + std::string(value);
+  // The key path and the value: a hostile depth must not reach toml::parse
+  // (core/config/toml_depth.h).
+  if (toml_depth(std::string(text) + "\n" + snippet).depth > kMaxTomlDepth) {
+    error = "nested more than " + std::to_string(kMaxTomlDepth) +
+            " levels deep (dotted key segments, inline arrays and tables); give a key path and "
+            "value as a config file would";
+    return std::nullopt;
+  }
   bool parsed = false;
   try {
-    const std::string snippet = "value = " + std::string(value);
     toml::table document = toml::parse(std::string_view(snippet), std::string_view("--set"));
     parsed = document.size() == 1 && document.contains("value");
     if (parsed) out.holder = std::move(document);

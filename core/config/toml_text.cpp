@@ -1,10 +1,13 @@
 #include "core/config/toml_text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <sstream>
 
 #include "core/config/canonical.h"
+#include "core/config/toml_depth.h"
 #include "core/errors.h"
 
 namespace batchlab::config {
@@ -84,6 +87,20 @@ std::optional<std::string> number_range_token(const toml::parse_error& e) {
 }
 
 toml::table parse_toml(std::string_view text, const std::string& source_name) {
+  // Before toml++ sees it: a deep enough document overflows the stack inside toml::parse
+  // (core/config/toml_depth.h).
+  if (const TomlDepth nesting = toml_depth(text); nesting.depth > kMaxTomlDepth) {
+    Diagnostic d;
+    d.file = source_name;
+    d.line = nesting.line;
+    d.column = nesting.column;
+    d.rule = fmt::format(
+        "nested more than {} levels deep (dotted keys, table headers, inline arrays and tables "
+        "together); batchlab refuses such files, which only a damaged or hostile file has: real "
+        "configs are 3 or 4 levels deep. Write the keys out as [table] sections",
+        kMaxTomlDepth);
+    throw ConfigError({d});
+  }
   try {
     return toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
