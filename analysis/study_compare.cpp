@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "analysis/compare_family.h"
 #include "analysis/report.h"
 #include "analysis/study_report.h"
 #include "analysis/table_builder.h"
 #include "core/errors.h"
+#include "results/pooled_ratio.h"
 #include "results/seed_range.h"
 #include "results/student_t.h"
 
@@ -106,16 +108,24 @@ std::string missing_steps(const std::string& name, const SideCells* side) {
   return "";
 }
 
-// Welch's 95% interval on the difference of mean log steps, as a ratio (header).
-results::Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b) {
+// Twice the upper tail of Student's t beyond |d| / se: the two-sided p-value a central interval
+// d +- t_0.975 se inverts (p < 0.05 exactly when it excludes 0); 1 or 0 without a spread.
+double two_sided_p(double d, double se, double dof) {
+  if (!(se > 0.0)) return d == 0.0 ? 1.0 : 0.0;
+  return std::min(1.0, 2.0 * (1.0 - results::student_t_cdf(std::abs(d) / se, dof)));
+}
+
+// Welch's 95% interval on the difference of mean log steps, as a ratio, and its test (header).
+void welch_test(const std::vector<double>& a, const std::vector<double>& b, RatioEstimate& out) {
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
   const double sa = Stat::of(a).stddev.value(), sb = Stat::of(b).stddev.value();
   const double va = sa * sa, vb = sb * sb;
   const double se = std::sqrt(va / na + vb / nb);
-  const double t =
-      results::student_t_quantile(results::kIntervalHigh, results::welch_dof(va, na, vb, nb));
+  const double dof = results::welch_dof(va, na, vb, nb);
+  const double t = results::student_t_quantile(results::kIntervalHigh, dof);
   const double d = mean(a) - mean(b);
-  return {std::exp(d - t * se), std::exp(d + t * se)};
+  out.interval = {std::exp(d - t * se), std::exp(d + t * se)};
+  out.p = two_sided_p(d, se, dof);
 }
 
 // Every seed of one side censored, every seed of the other reached: the one-sided ratio (header),
@@ -144,6 +154,9 @@ std::optional<RatioEstimate> censored_bound(const SideCells* a, const SideCells*
   out.kind = RatioKind::kConfidence95;
   out.interval = a_censored ? results::Interval{std::exp(d - t * se), kInf}
                             : results::Interval{0.0, std::exp(d + t * se)};
+  // The one-sided test of the bound's side, doubled so that p < 0.05 when the 97.5% end clears 1.
+  const double toward = a_censored ? d : -d;
+  out.p = toward > 0.0 ? two_sided_p(toward, se, n_r - 1.0) : 1.0;
   out.verdict = verdict_of(out.interval);
   out.why =
       out.verdict == Verdict::kNone ? censored_text + "; 95% bound includes 1" : censored_text;
@@ -166,7 +179,7 @@ RatioEstimate steps_ratio(const SideCells* a, const SideCells* b) {
   const size_t fewest = std::min(la.size(), lb.size());
   if (fewest >= static_cast<size_t>(results::kMinSeedsForInterval)) {
     out.kind = RatioKind::kConfidence95;
-    out.interval = welch_interval(la, lb);
+    welch_test(la, lb, out);
     out.verdict = verdict_of(out.interval);
     if (out.verdict == Verdict::kNone) out.why = "95% interval includes 1";
     return out;
@@ -202,15 +215,23 @@ double b_crit_value(const results::ScalingFit& f) { return results::ranked_b_cri
 using FitValue = double (*)(const results::ScalingFit&);
 
 // Paired resamples; one without a ratio counts as 0 at the low end and +infinity at the high end.
-results::Interval resampled_ratio(const std::vector<results::ScalingFit>& a,
-                                  const std::vector<results::ScalingFit>& b, FitValue value) {
+// The p-value is twice the share of resamples on the far side of 1 (at most 1), counted the same
+// way, so p < 0.05 when the interval excludes 1.
+void resampled_ratio(const std::vector<results::ScalingFit>& a,
+                     const std::vector<results::ScalingFit>& b, FitValue value,
+                     RatioEstimate& out) {
   std::vector<double> lows, highs;
+  double at_most_one = 0.0, at_least_one = 0.0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     const auto r = ratio_value(value(a[i]), value(b[i]));
     lows.push_back(r ? *r : 0.0);
     highs.push_back(r ? *r : kInf);
+    at_most_one += lows.back() <= 1.0 ? 1.0 : 0.0;
+    at_least_one += highs.back() >= 1.0 ? 1.0 : 0.0;
   }
-  return {results::percentile_interval(lows).low, results::percentile_interval(highs).high};
+  out.interval = {results::percentile_interval(lows).low, results::percentile_interval(highs).high};
+  const double n = static_cast<double>(lows.size());
+  out.p = std::min(1.0, 2.0 * std::min(at_most_one, at_least_one) / n);
 }
 
 RatioEstimate fit_ratio(const SeriesFit& a, const SeriesFit& b, FitValue value,
@@ -228,7 +249,7 @@ RatioEstimate fit_ratio(const SeriesFit& a, const SeriesFit& b, FitValue value,
                                               results::kSeedBootstrapSeed + 1);
   if (ra && rb) {
     out.kind = RatioKind::kConfidence95;
-    out.interval = resampled_ratio(*ra, *rb, value);
+    resampled_ratio(*ra, *rb, value, out);
     out.verdict = verdict_of(out.interval);
     if (out.verdict == Verdict::kNone) out.why = "95% interval includes 1";
     return out;
@@ -248,6 +269,43 @@ RatioEstimate fit_ratio(const SeriesFit& a, const SeriesFit& b, FitValue value,
   }
   out.kind = RatioKind::kOneSeed;
   out.why = "one seed: no interval";
+  return out;
+}
+
+// The batches where both sides reached in every seed, pooled (results/pooled_ratio.h).
+RatioEstimate pooled_estimate(const SeriesBatches& a, const SeriesBatches& b,
+                              std::vector<int64_t>& used) {
+  std::vector<results::BatchLogSteps> batches;
+  for (const auto& [batch, side_a] : a) {
+    const auto it = b.find(batch);
+    if (it == b.end()) continue;
+    const auto la = seed_logs(side_a), lb = seed_logs(it->second);
+    if (la.empty() || lb.empty() || la.size() != side_a.seeds.size() ||
+        lb.size() != it->second.seeds.size()) {
+      continue;
+    }
+    batches.push_back({static_cast<double>(batch), la, lb});
+    used.push_back(batch);
+  }
+  RatioEstimate out;
+  const auto pooled =
+      results::pooled_ratio(batches, results::kPooledResamples, results::kSeedBootstrapSeed + 2);
+  if (!pooled) {
+    out.why = "no batch where both sides reached in every seed";
+    return out;
+  }
+  out.ratio = pooled->ratio;
+  if (!pooled->interval) {
+    out.kind = RatioKind::kOneSeed;
+    out.why = fmt::format("fewer than {} seeds a side at a pooled batch: no interval",
+                          results::kMinSeedsForInterval);
+    return out;
+  }
+  out.kind = RatioKind::kConfidence95;
+  out.interval = *pooled->interval;
+  out.p = pooled->p;
+  out.verdict = verdict_of(out.interval);
+  if (out.verdict == Verdict::kNone) out.why = "95% interval includes 1";
   return out;
 }
 
@@ -296,9 +354,13 @@ StudyComparison compare_study_series(const std::string& db_path, const std::stri
         "run` on a spec with a [study] section",
         db_path, sweep_id ? " of sweep " + *sweep_id : ""));
   }
-  const StudyReport report = build_study_report(db_path, {sweep_id});
-  const SeriesFit& fa = find_series(report, a, db_path);
-  const SeriesFit& fb = find_series(report, b, db_path);
+  return compare_report_series(build_study_report(db_path, {sweep_id}), a, b, db_path);
+}
+
+StudyComparison compare_report_series(const StudyReport& report, const std::string& a,
+                                      const std::string& b, const std::string& source) {
+  const SeriesFit& fa = find_series(report, a, source);
+  const SeriesFit& fb = find_series(report, b, source);
   if (a == b) throw InputError(fmt::format("compare: A and B are the same series '{}'", a));
   StudyComparison out;
   out.a = a;
@@ -322,6 +384,8 @@ StudyComparison compare_study_series(const std::string& db_path, const std::stri
   out.fit_caveat = misfit_caveat({&fa, &fb});
   out.s_min = fit_ratio(fa, fb, s_min_value, &results::SeedRange::s_min);
   out.b_crit = fit_ratio(fa, fb, b_crit_value, &results::SeedRange::b_crit);
+  out.pooled = pooled_estimate(ba, bb, out.pooled_batches);
+  control_family_wise(out);
   out.verdicts = comparison_verdicts(out);
   return out;
 }

@@ -27,6 +27,16 @@
 // B_crit unbounded, say) counts at the low end as 0 and at the high end as infinity, so it can only
 // widen the interval. Fewer than 3 seeds at a fitted batch: the seed range of the per-seed fits'
 // ratios, no verdict.
+//
+// Verdicts at a family-wise level: a comparison asks one question per batch, plus the pooled
+// ratio, S_min and B_crit. Stating a verdict wherever a test's own 95% interval excludes 1 would,
+// with no true difference at 6 batches and 3 seeds a side, print a false verdict in about one
+// comparison in five (issue 46). So every test with a 95% interval gets a p-value (Welch's t test;
+// the one-sided t test of a censored bound, doubled; for the bootstrap ratios, twice the share of
+// resamples on the far side of 1), and Holm's step-down procedure (results/holm.h) adjusts them
+// over the family: a verdict only where the adjusted p < 0.05, so the chance of any false verdict
+// in one comparison stays at or below 5% (analysis/compare_family.h,
+// tests/analysis/compare_family_test.cpp measures it on simulated comparisons).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +45,7 @@
 #include <vector>
 
 #include "analysis/optimizer_settings.h"
+#include "analysis/study_report.h"
 #include "results/query_result.h"
 #include "results/seed_bootstrap.h"
 
@@ -61,6 +72,10 @@ struct RatioEstimate {
   Verdict verdict = Verdict::kNone;
   RatioBound bound = RatioBound::kNone;  // kAtLeast: interval [low, +inf]; kAtMost: [0, high]
   std::string why;  // why there is no ratio or no verdict ("B: 1 of 3 seeds censored")
+  // With a 95% interval: the two-sided p-value of "A/B = 1" that the interval inverts (p < 0.05
+  // exactly when it excludes 1), and that p adjusted by Holm over the comparison's family
+  // (analysis/compare_family.h); the verdict stands only where p_holm < 0.05.
+  std::optional<double> p, p_holm;
 };
 
 struct SideAtBatch {
@@ -81,6 +96,12 @@ struct StudyComparison {
   std::string targets;                   // "val_loss 5.2"
   std::vector<BatchComparison> batches;  // every batch either side has cells at, ascending
   RatioEstimate s_min, b_crit;
+  // A's steps over B's pooled over every batch where both reached in every seed (results/
+  // pooled_ratio.h): the geometric mean of those batches' ratios, its interval a bootstrap of the
+  // seeds within each batch.
+  RatioEstimate pooled;
+  std::vector<int64_t> pooled_batches;
+  int family = 0;  // the tests whose verdicts Holm controls together (those with a p-value)
   // Empty, or which side's curve misses its batches' means by more than their seeds' spread
   // allows (results/lack_of_fit.h, p < 0.05): its S_min and B_crit ratios compare a rough fit.
   std::string fit_caveat;
@@ -96,6 +117,10 @@ struct StudyComparison {
 StudyComparison compare_study_series(const std::string& db_path, const std::string& a,
                                      const std::string& b,
                                      const std::optional<std::string>& sweep_id = {});
+
+// The same on a report already built; `source` names it in errors (the database path).
+StudyComparison compare_report_series(const StudyReport& report, const std::string& a,
+                                      const std::string& b, const std::string& source);
 
 // The verdict sentences of `comparison` (StudyComparison::verdicts): the runs of consecutive
 // batches whose 95% interval of the steps ratio excludes 1 on the same side ("lars slower than

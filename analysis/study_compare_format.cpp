@@ -9,6 +9,7 @@
 
 #include "analysis/study_compare.h"
 #include "analysis/table_builder.h"
+#include "results/holm.h"
 
 namespace batchlab::analysis {
 
@@ -36,6 +37,13 @@ std::string ratio_interval_text(const RatioEstimate& r) {
       break;
   }
   return "";
+}
+
+// A Holm-adjusted p-value as the tables print it: two figures, "<0.001" below that (a bootstrap
+// p counts resamples, so 0 means fewer than one in its resamples).
+std::string p_text(const std::optional<double>& p) {
+  if (!p) return "";
+  return *p < 0.001 ? "<0.001" : fmt::format("{:.2g}", *p);
 }
 
 std::string verdict_word(Verdict v, const std::string& higher, const std::string& lower) {
@@ -85,17 +93,36 @@ std::string bound_sentence(const StudyComparison& c, const BatchComparison& row)
       ratio_number_text(a_censored ? r.interval.low : r.interval.high), censored, reached);
 }
 
+// "no verdict on the steps at batch 16, 64: why", with the Holm-adjusted p-values where Holm
+// withdrew the verdicts.
+std::string no_verdict_sentence(const std::string& why,
+                                const std::vector<const BatchComparison*>& rows) {
+  std::vector<int64_t> batches;
+  std::vector<std::string> adjusted;
+  for (const auto* row : rows) {
+    batches.push_back(row->batch);
+    if (row->steps.p && *row->steps.p < results::kFamilyWiseLevel && row->steps.p_holm) {
+      adjusted.push_back(p_text(row->steps.p_holm));
+    }
+  }
+  const std::string holm = adjusted.size() == rows.size()
+                               ? fmt::format(": Holm-adjusted p = {}", fmt::join(adjusted, ", "))
+                               : "";
+  return fmt::format("no verdict on the steps at batch {}: {}{}", fmt::join(batches, ", "), why,
+                     holm);
+}
+
 void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
   std::vector<StepsRun> runs;
   std::vector<std::string> bounds;
-  std::map<std::string, std::vector<int64_t>> no_verdict;  // why -> batches
+  std::map<std::string, std::vector<const BatchComparison*>> no_verdict;  // why -> rows
   std::vector<std::string> why_order;
   for (const auto& row : c.batches) {
     const RatioEstimate& r = row.steps;
     if (r.verdict == Verdict::kNone) {
-      auto& batches = no_verdict[r.why];
-      if (batches.empty()) why_order.push_back(r.why);
-      batches.push_back(row.batch);
+      auto& rows = no_verdict[r.why];
+      if (rows.empty()) why_order.push_back(r.why);
+      rows.push_back(&row);
       runs.push_back({});  // a row without a verdict ends a run
       continue;
     }
@@ -119,10 +146,29 @@ void steps_verdicts(const StudyComparison& c, std::vector<std::string>& out) {
     if (run.verdict != Verdict::kNone) out.push_back(run_sentence(c, run));
   }
   out.insert(out.end(), bounds.begin(), bounds.end());
-  for (const auto& why : why_order) {
-    out.push_back(fmt::format("no verdict on the steps at batch {}: {}",
-                              fmt::join(no_verdict[why], ", "), why));
+  for (const auto& why : why_order) out.push_back(no_verdict_sentence(why, no_verdict[why]));
+}
+
+// The steps pooled over the batches both sides reached in every seed.
+void pooled_verdict(const StudyComparison& c, std::vector<std::string>& out) {
+  const RatioEstimate& r = c.pooled;
+  if (!r.ratio) {
+    out.push_back(fmt::format("no pooled ratio of the steps: {}", r.why));
+    return;
   }
+  const std::string over = fmt::format("pooled over batch {} ({} batches, each weighted equally)",
+                                       fmt::join(c.pooled_batches, ", "), c.pooled_batches.size());
+  if (r.verdict != Verdict::kNone) {
+    const bool slower = r.verdict == Verdict::kAHigher;
+    out.push_back(fmt::format("{} {} than {} ({} steps to target) {}: {}x ({})", c.a,
+                              slower ? "slower" : "faster", c.b, slower ? "more" : "fewer", over,
+                              ratio_number_text(*r.ratio), ratio_interval_text(r)));
+    return;
+  }
+  const std::string interval =
+      r.kind == RatioKind::kConfidence95 ? ", " + ratio_interval_text(r) : "";
+  out.push_back(fmt::format("no verdict on the steps {}: {}x{}; {}", over,
+                            ratio_number_text(*r.ratio), interval, r.why));
 }
 
 void fit_verdict(const StudyComparison& c, const std::string& what, const RatioEstimate& r,
@@ -156,6 +202,7 @@ results::QueryResult compare_batch_table(const StudyComparison& c) {
     t.number("B_steps", row.b.steps, "{:.1f}");
     t.number("A/B", row.steps.ratio, "{:.2f}");
     t.text("interval", ratio_interval_text(row.steps));
+    t.text("p_holm", p_text(row.steps.p_holm));
     t.text("verdict", verdict_word(row.steps.verdict, "A slower", "A faster"));
     const bool noted = row.steps.verdict == Verdict::kNone || row.steps.bound != RatioBound::kNone;
     t.text("note", noted ? row.steps.why : "");
@@ -166,14 +213,16 @@ results::QueryResult compare_batch_table(const StudyComparison& c) {
 
 results::QueryResult compare_fit_table(const StudyComparison& c) {
   TableBuilder t;
-  for (const auto& [name, r] : {std::pair{"S_min", &c.s_min}, std::pair{"B_crit", &c.b_crit}}) {
+  for (const auto& [name, r] : {std::pair{"steps, pooled", &c.pooled}, std::pair{"S_min", &c.s_min},
+                                std::pair{"B_crit", &c.b_crit}}) {
     t.text("quantity", name);
     t.number("A/B", r->ratio, "{:.2f}");
     t.text("interval", ratio_interval_text(*r));
+    t.text("p_holm", p_text(r->p_holm));
     t.text("verdict", verdict_word(r->verdict, "A above", "A below"));
     std::vector<std::string> notes;
     if (r->verdict == Verdict::kNone) notes.push_back(r->why);
-    if (r->ratio && !c.fit_caveat.empty()) notes.push_back(c.fit_caveat);
+    if (r->ratio && !c.fit_caveat.empty() && r != &c.pooled) notes.push_back(c.fit_caveat);
     t.text("note", fmt::format("{}", fmt::join(notes, "; ")));
     t.end_row();
   }
@@ -193,7 +242,9 @@ json ratio_json(const RatioEstimate& r) {
               {"bound", r.bound == RatioBound::kAtLeast  ? json("at_least")
                         : r.bound == RatioBound::kAtMost ? json("at_most")
                                                          : json(nullptr)},
-              {"why", r.why}};
+              {"why", r.why},
+              {"p", r.p ? json(*r.p) : json(nullptr)},
+              {"p_holm", r.p_holm ? json(*r.p_holm) : json(nullptr)}};
   if (r.kind == RatioKind::kSeedRange || r.kind == RatioKind::kConfidence95) {
     out["interval"] =
         json::array({ratio_end_json(r.interval.low), ratio_end_json(r.interval.high)});
@@ -250,17 +301,20 @@ std::string comparison_json(const StudyComparison& c) {
                        {"b", side_json(row.b)},
                        {"steps_ratio", ratio_json(row.steps)}});
   }
-  const json doc = {{"kind", "study_comparison"},
-                    {"a", c.a},
-                    {"b", c.b},
-                    {"targets", c.targets},
-                    {"settings_differ", settings_differ_json(c)},
-                    {"batches", batches},
-                    {"fits",
-                     {{"s_min", ratio_json(c.s_min)},
-                      {"b_crit", ratio_json(c.b_crit)},
-                      {"caveat", c.fit_caveat.empty() ? json(nullptr) : json(c.fit_caveat)}}},
-                    {"verdicts", c.verdicts}};
+  const json doc = {
+      {"kind", "study_comparison"},
+      {"a", c.a},
+      {"b", c.b},
+      {"targets", c.targets},
+      {"settings_differ", settings_differ_json(c)},
+      {"batches", batches},
+      {"pooled", {{"batches", c.pooled_batches}, {"steps_ratio", ratio_json(c.pooled)}}},
+      {"family", {{"method", "holm"}, {"level", results::kFamilyWiseLevel}, {"tests", c.family}}},
+      {"fits",
+       {{"s_min", ratio_json(c.s_min)},
+        {"b_crit", ratio_json(c.b_crit)},
+        {"caveat", c.fit_caveat.empty() ? json(nullptr) : json(c.fit_caveat)}}},
+      {"verdicts", c.verdicts}};
   return doc.dump(2) + "\n";
 }
 
@@ -272,7 +326,8 @@ std::string compare_header(const StudyComparison& c) {
       "\"seed range\" = min-max over seed pairs (fewer seeds: no verdict). Where one side is "
       "censored in every seed, A/B is a bound (its caps over the other side's steps) and "
       "\"95% >=\" or \"95% <=\" its end, taking the censored seeds at their caps with the other "
-      "side's seed spread. A verdict only where a 95% interval excludes 1.\n",
+      "side's seed spread. A verdict only where a 95% interval excludes 1 and Holm's adjustment "
+      "over the comparison's tests keeps it (p_holm < 0.05; the verdicts below).\n",
       c.a, c.b, c.targets, results::kMinSeedsForInterval);
 }
 
@@ -289,6 +344,7 @@ std::string compare_fit_header() {
 std::vector<std::string> comparison_verdicts(const StudyComparison& comparison) {
   std::vector<std::string> out;
   steps_verdicts(comparison, out);
+  pooled_verdict(comparison, out);
   fit_verdict(comparison, "S_min", comparison.s_min, out);
   fit_verdict(comparison, "B_crit", comparison.b_crit, out);
   return out;
@@ -309,7 +365,13 @@ std::string format_study_comparison(const StudyComparison& comparison,
                     compare_fit_header() + gap + results::format_result(fits, format, kAbsentCell) +
                     "\n";
   // One blank line under the heading and none between the items: a tight Markdown list.
-  out += "Verdicts (a verdict only where a 95% interval excludes 1):\n" + gap;
+  out += fmt::format(
+             "Verdicts at a family-wise error of {:g}% over the {} tests of this comparison that "
+             "have a 95% interval (per-batch ratios, pooled ratio, S_min, B_crit; Holm's "
+             "step-down): a verdict only where the Holm-adjusted p (p_holm) is below {:g}, which "
+             "puts its 95% interval past 1 too:\n",
+             100.0 * results::kFamilyWiseLevel, comparison.family, results::kFamilyWiseLevel) +
+         gap;
   for (const auto& v : comparison.verdicts) out += fmt::format("- {}\n", v);
   return out;
 }

@@ -360,7 +360,10 @@ std::vector<SeriesRuns> series_runs(const StudyReport& report) {
 }  // namespace
 
 StudyReport build_study_report(const std::string& db_path, const StudyReportOptions& options) {
-  const StudyRecords records = read_study_records(db_path, options.sweep_id);
+  return study_report_of(read_study_records(db_path, options.sweep_id));
+}
+
+StudyReport study_report_of(const StudyRecords& records) {
   StudyReport report;
   std::set<std::string> targets;
   for (const auto& c : records.cells) {

@@ -105,6 +105,9 @@ struct StudyReport {
 // Throws StoreInputError for a missing database or study tables without the documented columns.
 StudyReport build_study_report(const std::string& db_path, const StudyReportOptions& options);
 
+// The same from records already read (a simulation builds them in memory).
+StudyReport study_report_of(const StudyRecords& records);
+
 // The cell table and the fit table as result tables (for table/csv/markdown).
 results::QueryResult study_cell_table(const StudyReport& report);
 results::QueryResult study_fit_table(const StudyReport& report);

@@ -17,8 +17,9 @@ constexpr const char* kCompareUsage =
     "settings that vary: 'lars optim.trust_coefficient=0.01'). Prints per batch A's steps to "
     "target over B's with a 95% interval over the seeds (Welch's t on log steps; 3 or more seeds "
     "a side, else the seed range; where one side is censored in every seed, a one-sided bound from "
-    "its caps), the same for the fits' S_min and B_crit (bootstrap over the seeds), and a verdict "
-    "only where a 95% interval excludes 1";
+    "its caps), the same pooled over the batches and for the fits' S_min and B_crit (bootstrap "
+    "over the seeds), and a verdict only where the Holm-adjusted p is below 0.05 over the "
+    "comparison's tests (a family-wise error of 5%)";
 
 }  // namespace
 
