@@ -1,6 +1,7 @@
 #include "core/config/schema.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/config/field_table.h"
 #include "core/config/limits.h"
@@ -9,8 +10,17 @@
 namespace batchlab::config {
 
 const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names = {"sgd",   "nesterov", "adam",
-                                                 "adamw", "lars",     "lamb"};
+  static const std::vector<std::string> names = {
+      "sgd", "nesterov", "adam", "adamw", "lars", "lamb", "muon", "schedulefree_adamw", "lion"};
+  return names;
+}
+const std::vector<std::string>& ns_dtype_names() {
+  static const std::vector<std::string> names = {"bf16", "fp32"};
+  return names;
+}
+const std::vector<std::string>& muon_adjust_lr_names() {
+  static const std::vector<std::string> names = {"original", "match_rms_adamw",
+                                                 "spectral_unclamped"};
   return names;
 }
 const std::vector<std::string>& implementation_names() {
@@ -60,6 +70,17 @@ namespace {
 // clips the global gradient norm at 1; the data order follows the run seed unless pinned.
 double default_eps(const ExperimentConfig& c) { return c.optim.name == "lamb" ? 1e-6 : 1e-8; }
 double default_grad_clip(const ExperimentConfig& c) { return c.optim.name == "lamb" ? 1.0 : 0.0; }
+// The reference packages' defaults where they differ from the rest: torch.optim.Muon's momentum
+// 0.95 with Nesterov, lion-pytorch's betas (0.9, 0.99). Other names resolve to the values they
+// always had, so their canonical TOML (and run ids) do not change.
+double default_momentum(const ExperimentConfig& c) { return c.optim.name == "muon" ? 0.95 : 0.9; }
+bool default_nesterov(const ExperimentConfig& c) {
+  return c.optim.name == "muon" || c.optim.name == "nesterov";
+}
+std::array<double, 2> default_betas(const ExperimentConfig& c) {
+  return c.optim.name == "lion" ? std::array<double, 2>{0.9, 0.99}
+                                : std::array<double, 2>{0.9, 0.999};
+}
 int64_t default_data_seed(const ExperimentConfig& c) { return c.train.seed; }
 
 constexpr InRange kUnitHalfOpen{0.0, true, 1.0, false};  // [0, 1)
@@ -191,7 +212,7 @@ Table<OptimConfig> optim_table() {
       field("always_adapt", &OptimConfig::always_adapt),
       field("base_batch", &OptimConfig::base_batch, greater_than(0)),
       field("base_lr", &OptimConfig::base_lr, greater_than(0)),
-      field("betas", &OptimConfig::betas, each(kUnitHalfOpen)),
+      derived_field("betas", &OptimConfig::betas, default_betas, each(kUnitHalfOpen)),
       field("bias_correction", &OptimConfig::bias_correction),
       derived_field("eps", &OptimConfig::eps, default_eps, greater_than(0)),
       field("exclude", &OptimConfig::exclude, each(ParamRule{})),
@@ -202,13 +223,25 @@ Table<OptimConfig> optim_table() {
       field_omitted_at_default("implementation", &OptimConfig::implementation,
                                one_of(implementation_names())),
       field("lr_in_momentum", &OptimConfig::lr_in_momentum),
-      field("momentum", &OptimConfig::momentum, kUnitHalfOpen),
+      derived_field("momentum", &OptimConfig::momentum, default_momentum, kUnitHalfOpen),
+      // Added with Muon: written only when used (field_table.h); the length of ns_coefficients
+      // and which optimizer reads each key: validation.cpp (validate_optim).
+      field_omitted_at_default("muon_adjust_lr", &OptimConfig::muon_adjust_lr,
+                               one_of(muon_adjust_lr_names())),
       field("name", &OptimConfig::name, one_of(optimizer_names())),
-      field("nesterov", &OptimConfig::nesterov),
+      derived_field("nesterov", &OptimConfig::nesterov, default_nesterov),
+      field_omitted_at_default("ns_coefficients", &OptimConfig::ns_coefficients),
+      field_omitted_at_default("ns_dtype", &OptimConfig::ns_dtype, one_of(ns_dtype_names())),
+      field_omitted_at_default(
+          "ns_steps", &OptimConfig::ns_steps,
+          both(at_least(0), at_most(99, "torch.optim.Muon's limit; 5 is its default"))),
+      // Added with Schedule-Free AdamW: written only when used.
+      field_omitted_at_default("poly_power", &OptimConfig::poly_power, at_least(0)),
       field("scaling", &OptimConfig::scaling, one_of(scaling_names())),
       field("trust_clip", &OptimConfig::trust_clip),
       field("trust_coefficient", &OptimConfig::trust_coefficient, greater_than(0)),
       field("weight_decay", &OptimConfig::weight_decay, both(at_least(0), float32_range())),
+      field_omitted_at_default("weight_lr_power", &OptimConfig::weight_lr_power, at_least(0)),
   }};
 }
 

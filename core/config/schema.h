@@ -42,6 +42,8 @@ const std::vector<std::string>& known_key_paths();
 // Valid names of the enumerated keys, for messages and for other components that list them.
 const std::vector<std::string>& optimizer_names();
 const std::vector<std::string>& implementation_names();
+const std::vector<std::string>& ns_dtype_names();        // optim.ns_dtype (Muon)
+const std::vector<std::string>& muon_adjust_lr_names();  // optim.muon_adjust_lr
 const std::vector<std::string>& scaling_names();
 const std::vector<std::string>& decay_names();
 const std::vector<std::string>& precision_names();

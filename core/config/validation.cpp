@@ -247,6 +247,56 @@ void validate_schedule(const ScheduleConfig& schedule, std::vector<Diagnostic>& 
   }
 }
 
+namespace {
+
+// Keys only one optimizer reads: set to anything but their default with another optimizer, they
+// would be silently ignored, so they are errors naming the optimizer that reads them.
+void only_for(const OptimConfig& optim, const char* owner, const char* key, bool at_default,
+              std::string value, std::vector<Diagnostic>& out, const ReadContext* read) {
+  if (at_default || optim.name == owner || !keys_intact(read, {key, "optim.name"})) return;
+  out.push_back(diagnostic(key, std::move(value),
+                           fmt::format("is read by optim.name = \"{}\" only (this config has "
+                                       "\"{}\"); remove the key or change optim.name",
+                                       owner, optim.name)));
+}
+
+// Muon's and Schedule-Free AdamW's own keys (core/optim/muon.h, schedule_free_adamw.h).
+void validate_optimizer_keys(const OptimConfig& optim, std::vector<Diagnostic>& out,
+                             const ReadContext* read) {
+  const OptimConfig d;
+  only_for(optim, "muon", "optim.ns_steps", optim.ns_steps == d.ns_steps,
+           format_integer(optim.ns_steps), out, read);
+  only_for(optim, "muon", "optim.ns_coefficients", optim.ns_coefficients == d.ns_coefficients,
+           fmt::format("[{}]", fmt::join(optim.ns_coefficients, ", ")), out, read);
+  only_for(optim, "muon", "optim.ns_dtype", optim.ns_dtype == d.ns_dtype,
+           format_string(optim.ns_dtype), out, read);
+  only_for(optim, "muon", "optim.muon_adjust_lr", optim.muon_adjust_lr == d.muon_adjust_lr,
+           format_string(optim.muon_adjust_lr), out, read);
+  only_for(optim, "schedulefree_adamw", "optim.poly_power", optim.poly_power == d.poly_power,
+           format_float(optim.poly_power), out, read);
+  only_for(optim, "schedulefree_adamw", "optim.weight_lr_power",
+           optim.weight_lr_power == d.weight_lr_power, format_float(optim.weight_lr_power), out,
+           read);
+  if (optim.ns_coefficients.size() != 3 && keys_intact(read, {"optim.ns_coefficients"})) {
+    out.push_back(diagnostic(
+        "optim.ns_coefficients", fmt::format("[{}]", fmt::join(optim.ns_coefficients, ", ")),
+        fmt::format("must hold 3 numbers (a, b, c) of the quintic iteration, found {}; torch's "
+                    "are [3.4445, -4.775, 2.0315]",
+                    optim.ns_coefficients.size())));
+  }
+  // Schedule-Free's evaluation weights are x = y + (1 - 1/beta1) (z - y): beta1 = 0 has none.
+  if (optim.name == "schedulefree_adamw" && !(optim.betas[0] > 0.0) &&
+      keys_intact(read, {"optim.betas", "optim.name"})) {
+    out.push_back(diagnostic(
+        "optim.betas",
+        fmt::format("[{}, {}]", format_float(optim.betas[0]), format_float(optim.betas[1])),
+        "beta1 must be > 0 for schedulefree_adamw (its evaluation weights divide by it); the "
+        "package's default is 0.9"));
+  }
+}
+
+}  // namespace
+
 void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
                     const ReadContext* read) {
   // optim.nesterov is read by sgd and lars only; optim.name = "nesterov" sets it (reader.h).
@@ -263,14 +313,17 @@ void validate_optim(const OptimConfig& optim, std::vector<Diagnostic>& out,
   }
   const auto& impls = implementation_names();
   const bool known = std::find(impls.begin(), impls.end(), optim.implementation) != impls.end();
-  if (known && optim.implementation != "auto" && optim.name != "lars" && optim.name != "lamb" &&
+  const bool own_step = optim.name == "lars" || optim.name == "lamb" || optim.name == "muon" ||
+                        optim.name == "schedulefree_adamw" || optim.name == "lion";
+  if (known && optim.implementation != "auto" && !own_step &&
       keys_intact(read, {"optim.implementation", "optim.name"})) {
     out.push_back(diagnostic(
         "optim.implementation", format_string(optim.implementation),
-        fmt::format("chooses the step code of lars and lamb only; optim.name = \"{}\" is "
-                    "LibTorch's own: remove the key or set it to \"auto\"",
+        fmt::format("chooses the step code of lars, lamb, muon, schedulefree_adamw and lion only; "
+                    "optim.name = \"{}\" is LibTorch's own: remove the key or set it to \"auto\"",
                     optim.name)));
   }
+  validate_optimizer_keys(optim, out, read);
 }
 
 void validate_text(const ModelConfig& model, const DataConfig& data, std::vector<Diagnostic>& out,

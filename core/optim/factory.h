@@ -2,11 +2,17 @@
 //
 //   sgd       torch::optim::SGD, momentum (dampening 0); nesterov when optim.nesterov is set
 //   nesterov  torch::optim::SGD with Nesterov momentum
-//   adam      torch::optim::Adam, L2 weight decay (added to the gradient), betas/eps from the
-//   config adamw     torch::optim::AdamW, decoupled weight decay lars      batchlab::optim::Lars
-//   (lars.h) lamb      batchlab::optim::Lamb (lamb.h), clipping by global norm itself
-//   (optim.grad_clip)
-// optim.implementation picks LARS's and LAMB's step code (fused / foreach / per-tensor: lars.h).
+//   adam      torch::optim::Adam, L2 weight decay (added to the gradient), config betas/eps
+//   adamw     torch::optim::AdamW, decoupled weight decay
+//   lars      batchlab::optim::Lars (lars.h)
+//   lamb      batchlab::optim::Lamb (lamb.h), clips by the global norm itself (optim.grad_clip)
+//   muon      batchlab::optim::Muon (muon.h): the 2-D parameters of adapted groups (`adapt` of
+//             optim.groups, true unless excluded) take the Muon rule, all others AdamW, in groups
+//             of their own (a rule's group splits in two: "<rule>" and "<rule> (adamw)")
+//   schedulefree_adamw  batchlab::optim::ScheduleFreeAdamW (schedule_free_adamw.h): evaluations
+//             and checkpoints see its averaged weights through TrainingOptimizer::EvalWeights
+//   lion      batchlab::optim::Lion (lion.h)
+// optim.implementation picks the step code of the optimizers batchlab implements (lars.h).
 // Parameter groups come from the ordered rules of param_groups.h; every group gets its FULL options
 // set explicitly (LibTorch 1.13's add_param_group copies missing options from the defaults, later
 // versions changed that, so nothing is left to it). A group's LR is the scheduled LR times its
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "core/config/optim_config.h"
+#include "core/optim/eval_weights.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/layerwise.h"
 #include "core/optim/param_groups.h"
@@ -31,8 +38,9 @@ class TrainingOptimizer {
   struct Group {
     std::string rule;  // the winning rule as written, "default" for the rest
     double weight_decay = 0.0;
-    bool adapt =
-        false;  // trust-ratio adaptation in effect (always false for sgd/nesterov/adam/adamw)
+    // The layer-wise rule in effect: trust ratio (lars, lamb), orthogonalization (muon); false for
+    // every other optimizer and for muon's AdamW groups.
+    bool adapt = false;
     double lr_scale = 1.0;
     std::vector<std::string> names;  // parameter names, in the order given to make_optimizer
   };
@@ -42,6 +50,22 @@ class TrainingOptimizer {
   struct Roles {
     const TrustRatioSource* trust_ratios = nullptr;  // LARS, LAMB
     ClipsByGlobalNorm* clips_itself = nullptr;       // LAMB
+    SwapsEvalWeights* eval_weights = nullptr;        // Schedule-Free AdamW
+  };
+
+  // While it lives, the parameters hold the weights to evaluate and to save (Schedule-Free's x);
+  // its end puts the training weights back. For every other optimizer it does nothing. The
+  // trainer holds one around each evaluation and checkpoint, so it never asks which optimizer
+  // it has.
+  class EvalWeights {
+   public:
+    explicit EvalWeights(SwapsEvalWeights* swaps);
+    ~EvalWeights();
+    EvalWeights(const EvalWeights&) = delete;
+    EvalWeights& operator=(const EvalWeights&) = delete;
+
+   private:
+    SwapsEvalWeights* swaps_;  // null: nothing to swap, or the weights were in place already
   };
 
   // host_grad_norm: grad_norm() of CPU gradients summed by the fused host loops (false: kept on
@@ -75,6 +99,12 @@ class TrainingOptimizer {
   void zero_grad();
 
   const std::vector<Group>& groups() const { return groups_; }
+
+  // The evaluation weights until the returned guard ends (EvalWeights).
+  [[nodiscard]] EvalWeights eval_weights() { return EvalWeights(roles_.eval_weights); }
+  // Puts the training weights in place if the parameters hold the evaluation weights: after
+  // loading a checkpoint, which was saved with the evaluation weights. A no-op otherwise.
+  void train_weights();
 
   // Trust ratio applied to each parameter in the last step, in the order of the NamedParameters
   // given to make_optimizer: 0-dim float64 tensors (copies), undefined for optimizers without trust

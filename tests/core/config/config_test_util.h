@@ -114,6 +114,13 @@ inline void expect_same_config(const ExperimentConfig& a, const ExperimentConfig
   EXPECT_EQ(a.optim.bias_correction, b.optim.bias_correction);
   EXPECT_EQ(a.optim.grad_averaging, b.optim.grad_averaging);
   EXPECT_EQ(a.optim.grad_clip, b.optim.grad_clip);
+  EXPECT_EQ(a.optim.implementation, b.optim.implementation);
+  EXPECT_EQ(a.optim.ns_steps, b.optim.ns_steps);
+  EXPECT_EQ(a.optim.ns_coefficients, b.optim.ns_coefficients);
+  EXPECT_EQ(a.optim.ns_dtype, b.optim.ns_dtype);
+  EXPECT_EQ(a.optim.muon_adjust_lr, b.optim.muon_adjust_lr);
+  EXPECT_EQ(a.optim.poly_power, b.optim.poly_power);
+  EXPECT_EQ(a.optim.weight_lr_power, b.optim.weight_lr_power);
   EXPECT_EQ(a.optim.exclude, b.optim.exclude);
   ASSERT_EQ(a.optim.groups.size(), b.optim.groups.size());
   for (size_t i = 0; i < a.optim.groups.size(); ++i) {

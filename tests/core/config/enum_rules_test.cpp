@@ -14,7 +14,8 @@ using testing::parse_ok;
 
 TEST(EnumRules, OptimName) {
   expect_one(doc("optim", "name = \"lasr\""), "optim.name", 3, 8,
-             "must be one of sgd, nesterov, adam, adamw, lars or lamb; did you mean lars?");
+             "must be one of sgd, nesterov, adam, adamw, lars, lamb, muon, schedulefree_adamw or "
+             "lion; did you mean lars?");
 }
 
 TEST(EnumRules, OptimImplementation) {
@@ -24,10 +25,17 @@ TEST(EnumRules, OptimImplementation) {
       parse_ok(doc("optim", "name = \"lamb\"\nimplementation = \"foreach\"")).optim.implementation,
       "foreach");
   EXPECT_EQ(parse_ok(doc("optim", "name = \"lars\"")).optim.implementation, "auto");
-  // Only LARS and LAMB have more than one implementation.
+  // Only the optimizers batchlab implements have more than one implementation.
   expect_one(doc("optim", "implementation = \"foreach\""), "optim.implementation", 3, 18,
-             "chooses the step code of lars and lamb only; optim.name = \"sgd\" is LibTorch's "
-             "own: remove the key or set it to \"auto\"");
+             "chooses the step code of lars, lamb, muon, schedulefree_adamw and lion only; "
+             "optim.name = \"sgd\" is LibTorch's own: remove the key or set it to \"auto\"");
+  for (const char* name : {"muon", "schedulefree_adamw", "lion"}) {
+    EXPECT_EQ(parse_ok(doc("optim",
+                           std::string("name = \"") + name + "\"\nimplementation = \"per_tensor\""))
+                  .optim.implementation,
+              "per_tensor")
+        << name;
+  }
 }
 
 TEST(EnumRules, OptimScaling) {

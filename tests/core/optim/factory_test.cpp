@@ -11,6 +11,9 @@
 #include "core/errors.h"
 #include "core/optim/lamb.h"
 #include "core/optim/lars.h"
+#include "core/optim/lion.h"
+#include "core/optim/muon.h"
+#include "core/optim/schedule_free_adamw.h"
 
 namespace batchlab::optim {
 namespace {
@@ -298,6 +301,106 @@ TEST(TrainingOptimizerTest, ClipsByTheNormItIsGiven) {
           torch::allclose(given[i].tensor.detach(), reference[i].tensor.detach(), 1e-6, 1e-7))
           << name << " " << given[i].name;
     }
+  }
+}
+
+// Muon: a rule's 2-D parameters take the Muon rule, the rest of its group AdamW in a group of its
+// own; excluded parameters (biases, norms) are AdamW without decay.
+TEST(MakeOptimizer, MuonSplitsEachRuleIntoMatricesAndAdamw) {
+  const auto params = small_net();
+  config::OptimConfig c = config_for("muon");
+  c.ns_steps = 3;
+  c.ns_dtype = "fp32";
+  c.muon_adjust_lr = "match_rms_adamw";
+  c.implementation = "per_tensor";
+  auto t = make_optimizer(c, params, 0.02);
+  // Rules in order: the exclude ndim<2 (AdamW, no decay), then the default rule split in two.
+  ASSERT_EQ(t->groups().size(), 3u);
+  EXPECT_EQ(t->groups()[0].rule, "ndim<2");
+  EXPECT_FALSE(t->groups()[0].adapt);
+  EXPECT_EQ(t->groups()[1].rule, "default");
+  EXPECT_EQ(t->groups()[1].names, std::vector<std::string>{"fc.weight"});
+  EXPECT_TRUE(t->groups()[1].adapt);
+  EXPECT_EQ(t->groups()[2].rule, "default (adamw)");
+  EXPECT_EQ(t->groups()[2].names, std::vector<std::string>{"conv.weight"});
+  EXPECT_FALSE(t->groups()[2].adapt);
+  const auto& excluded = options_of<MuonOptions>(*t, 0);
+  EXPECT_FALSE(excluded.orthogonalize());
+  EXPECT_EQ(excluded.weight_decay(), 0.0);
+  const auto& m = options_of<MuonOptions>(*t, 1);
+  EXPECT_TRUE(m.orthogonalize());
+  EXPECT_EQ(m.momentum(), 0.85);
+  EXPECT_EQ(m.ns_steps(), 3);
+  EXPECT_EQ(m.ns_dtype(), "fp32");
+  EXPECT_EQ(m.adjust_lr(), "match_rms_adamw");
+  EXPECT_EQ(m.weight_decay(), 5e-4);
+  EXPECT_FALSE(m.foreach ());
+  const auto& a = options_of<MuonOptions>(*t, 2);
+  EXPECT_FALSE(a.orthogonalize());
+  EXPECT_EQ(a.betas(), std::make_tuple(0.8, 0.99));
+  EXPECT_EQ(a.weight_decay(), 5e-4);
+  give_grads(params, 0.5);
+  t->step();
+  EXPECT_TRUE(std::isfinite(params[3].tensor.sum().item<double>()));
+}
+
+// A rule with adapt = false sends its matrices to AdamW too (embeddings and heads, as Muon's
+// users route them).
+TEST(MakeOptimizer, MuonRuleWithoutAdaptIsAdamw) {
+  const auto params = small_net();
+  config::OptimConfig c = config_for("muon");
+  config::ParamGroupRule rule;
+  rule.match = "fc.*";
+  rule.adapt = false;
+  c.groups.push_back(rule);
+  auto t = make_optimizer(c, params, 0.02);
+  for (size_t g = 0; g < t->groups().size(); ++g) {
+    const auto& names = t->groups()[g].names;
+    if (std::find(names.begin(), names.end(), "fc.weight") != names.end()) {
+      EXPECT_FALSE(options_of<MuonOptions>(*t, g).orthogonalize());
+      EXPECT_EQ(t->groups()[g].rule, "fc.*");
+    }
+  }
+}
+
+TEST(MakeOptimizer, LionAndScheduleFreeGetTheirOptions) {
+  const auto params = small_net();
+  auto lion = make_optimizer(config_for("lion"), params, 1e-4);
+  // Group 0 is the exclude rule ndim<2 (no decay), group 1 the default.
+  EXPECT_EQ(options_of<LionOptions>(*lion, 1).betas(), std::make_tuple(0.8, 0.99));
+  EXPECT_EQ(options_of<LionOptions>(*lion, 1).weight_decay(), 5e-4);
+  EXPECT_EQ(options_of<LionOptions>(*lion, 0).weight_decay(), 0.0);
+  config::OptimConfig c = config_for("schedulefree_adamw");
+  c.poly_power = 1.0;
+  c.weight_lr_power = 0.5;
+  auto sf = make_optimizer(c, params, 1e-3);
+  const auto& o = options_of<ScheduleFreeAdamWOptions>(*sf, 1);
+  EXPECT_EQ(o.r(), 1.0);
+  EXPECT_EQ(o.weight_lr_power(), 0.5);
+  EXPECT_EQ(o.eps(), 1e-7);
+  EXPECT_EQ(o.weight_decay(), 5e-4);
+}
+
+// The trainer's guard: Schedule-Free's evaluation weights while it lives, the training weights
+// after; every other optimizer's parameters untouched.
+TEST(TrainingOptimizerTest, EvalWeightsGuardSwapsOnlyForScheduleFree) {
+  for (const std::string name : {"schedulefree_adamw", "adamw", "muon", "lion"}) {
+    const auto params = small_net();
+    auto t = make_optimizer(config_for(name), params, 1e-2);
+    for (int s = 0; s < 3; ++s) {
+      give_grads(params, 0.1 * (s + 1));
+      t->step();
+    }
+    const torch::Tensor before = params[0].tensor.detach().clone();
+    {
+      const auto weights = t->eval_weights();
+      const bool changed = !torch::equal(params[0].tensor, before);
+      EXPECT_EQ(changed, name == "schedulefree_adamw") << name;
+      const auto inner = t->eval_weights();  // nested: stays on the evaluation weights
+    }
+    EXPECT_TRUE(torch::equal(params[0].tensor, before)) << name;
+    t->train_weights();  // nothing to do: the training weights are in place
+    EXPECT_TRUE(torch::equal(params[0].tensor, before)) << name;
   }
 }
 
