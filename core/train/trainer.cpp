@@ -300,6 +300,9 @@ bool Trainer::checkpoints_on() const {
 void Trainer::save_checkpoint(int64_t updates_done) {
   if (!options_.checkpoints) return;
   const auto t0 = Clock::now();
+  // A checkpoint holds the weights a run reports (Schedule-Free's average; with the optimizer
+  // state that restores the training weights exactly on resume).
+  const auto weights = optimizer_->eval_weights();
   if (dp_) average_buffers(task_.model(), *dp_);
   state_.step = updates_done;
   if (rank_ == 0) {
@@ -338,6 +341,8 @@ int64_t Trainer::resume() {
     return 0;
   }
   state_ = loaded->state;
+  // A checkpoint holds the evaluation weights (save_checkpoint); training resumes from its own.
+  optimizer_->train_weights();
   if (best_rule_) {
     // best.pt may be newer than the checkpoint: its value stands until beaten.
     const auto best = options_.checkpoints->read_best(options_.run_id);

@@ -17,6 +17,9 @@ namespace batchlab::train {
 // and so whether the training sample and the test split are measured under full_eval = "final".
 bool Trainer::evaluate_and_report(int64_t updates_done, bool last) {
   const auto t0 = std::chrono::steady_clock::now();
+  // The weights to evaluate and to keep as best.pt (Schedule-Free's average; the parameters
+  // themselves for every other optimizer) until the end of this function.
+  const auto weights = optimizer_->eval_weights();
   if (dp_) average_buffers(task_.model(), *dp_);
   EvalRecord r;
   r.step = updates_done;

@@ -2,6 +2,7 @@
 // targets on validation metrics, and stop requests (contract C2).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -48,6 +49,27 @@ TEST(TrainerEvaluation, ValidationEveryTimeTrainAndTestOnlyAtTheEndUnderFullEval
   const auto direct = evaluate_split(task, Split::val, 1000);
   EXPECT_NEAR(direct.accuracy, *rec.evals.back().val_acc, 1e-12);
   EXPECT_NEAR(direct.loss, *rec.evals.back().val_loss, 1e-6);
+}
+
+// Schedule-Free AdamW trains at y and reports x (core/optim/eval_weights.h): the trainer's
+// evaluations measure x through the optimizer's guard, and training continues from y untouched.
+TEST(TrainerEvaluation, ScheduleFreeIsEvaluatedWithItsAveragedWeights) {
+  auto task = task_with_val();
+  RecordingReporter rec;
+  auto c = testing::toy_config();
+  c.optim.name = "schedulefree_adamw";
+  c.optim.base_lr = 0.01;
+  c.schedule.decay = "constant";
+  Trainer trainer(c, {}, task, rec);
+  ASSERT_EQ(trainer.run().status, RunStatus::done);
+  const double reported = *rec.evals.back().val_loss;
+  const auto at_y = evaluate_split(task, Split::val, 1000);  // the parameters hold y again
+  {
+    const auto x = trainer.optimizer().eval_weights();
+    EXPECT_NEAR(evaluate_split(task, Split::val, 1000).loss, reported, 1e-6);
+  }
+  EXPECT_GT(std::abs(at_y.loss - reported), 1e-4) << "x and y should differ after 32 steps";
+  EXPECT_NEAR(evaluate_split(task, Split::val, 1000).loss, at_y.loss, 1e-12);
 }
 
 TEST(TrainerEvaluation, EvalsPerOctaveIsALogGridPlusTheFinalStep) {
