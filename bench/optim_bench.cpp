@@ -1,5 +1,7 @@
 // Optimizer step cost on ResNet-50's parameter set (161 tensors, 25,557,032 float32 values):
-// LibTorch's SGD-momentum and AdamW against batchlab's fused LARS and LAMB (and their ATen paths).
+// LibTorch's SGD-momentum and AdamW against batchlab's fused LARS and LAMB (and their ATen paths),
+// and batchlab's Schedule-Free AdamW and Lion; Muon on a small GPT-2-style decoder (BM_Muon).
+// bench/optim_peer.py runs their Python references beside these, in one run.
 //
 // These steps are memory-bound: their time is the number of passes over parameter-sized arrays
 // (LibTorch SGD with weight decay: 11, AdamW: 22; fused LARS: 7, fused LAMB: 11 with clipping).
@@ -27,6 +29,9 @@
 #include "core/optim/grad_clip.h"
 #include "core/optim/lamb.h"
 #include "core/optim/lars.h"
+#include "core/optim/lion.h"
+#include "core/optim/muon.h"
+#include "core/optim/schedule_free_adamw.h"
 
 namespace {
 
@@ -34,6 +39,12 @@ using batchlab::optim::Lamb;
 using batchlab::optim::LambOptions;
 using batchlab::optim::Lars;
 using batchlab::optim::LarsOptions;
+using batchlab::optim::Lion;
+using batchlab::optim::LionOptions;
+using batchlab::optim::Muon;
+using batchlab::optim::MuonOptions;
+using batchlab::optim::ScheduleFreeAdamW;
+using batchlab::optim::ScheduleFreeAdamWOptions;
 
 // torchvision resnet50().named_parameters() shapes, in order.
 const std::vector<std::vector<int64_t>>& resnet50_shapes() {
@@ -297,6 +308,83 @@ void BM_Lamb_AtenPath(benchmark::State& state) {
   run_steps(state, opt);
 }
 
+// Schedule-Free AdamW and Lion: the same ResNet-50 parameters, multi-tensor path (what "auto"
+// runs) and per-tensor path. Peers: schedulefree.AdamWScheduleFree (foreach, its default) and
+// lion_pytorch.Lion (bench/optim_peer.py).
+void BM_ScheduleFreeAdamW(benchmark::State& state) {
+  Model m = Model::make();
+  ScheduleFreeAdamW opt(m.params, ScheduleFreeAdamWOptions(1e-3).weight_decay(0.01));
+  run_steps(state, opt);
+}
+
+void BM_ScheduleFreeAdamW_PerTensor(benchmark::State& state) {
+  Model m = Model::make();
+  ScheduleFreeAdamW opt(m.params,
+                        ScheduleFreeAdamWOptions(1e-3).weight_decay(0.01).foreach (false));
+  run_steps(state, opt);
+}
+
+void BM_Lion(benchmark::State& state) {
+  Model m = Model::make();
+  Lion opt(m.params, LionOptions(1e-4).weight_decay(0.1));
+  run_steps(state, opt);
+}
+
+void BM_Lion_PerTensor(benchmark::State& state) {
+  Model m = Model::make();
+  Lion opt(m.params, LionOptions(1e-4).weight_decay(0.1).foreach (false));
+  run_steps(state, opt);
+}
+
+// Muon needs hidden matrices, which ResNet-50 lacks (its one matrix is the classifier): a GPT-2
+// style decoder of width 256, 4 layers, vocabulary 8192, context 256 (Hugging Face GPT2 parameter
+// shapes, Conv1D [in, out]; bench/optim_peer.py builds the same list). The 16 attention and MLP
+// matrices take the Muon rule (Newton-Schulz in bf16, 5 steps: about 18 GFLOP per step), the
+// embeddings, biases and norms AdamW.
+struct Decoder {
+  std::vector<torch::Tensor> matrices;
+  std::vector<torch::Tensor> others;
+
+  static Decoder make() {
+    constexpr int64_t kWidth = 256;
+    constexpr int64_t kLayers = 4;
+    torch::manual_seed(0);
+    Decoder d;
+    auto param = [](std::vector<int64_t> shape) {
+      torch::Tensor w = (torch::randn(shape) * 0.02).set_requires_grad(true);
+      w.mutable_grad() = torch::randn(shape) * 0.01;
+      return w;
+    };
+    d.others.push_back(param({8192, kWidth}));  // wte
+    d.others.push_back(param({256, kWidth}));   // wpe
+    for (int64_t l = 0; l < kLayers; ++l) {
+      for (auto shape : {std::vector<int64_t>{kWidth, 3 * kWidth},
+                         {kWidth, kWidth},
+                         {kWidth, 4 * kWidth},
+                         {4 * kWidth, kWidth}}) {
+        d.matrices.push_back(param(shape));  // c_attn, attn.c_proj, c_fc, mlp.c_proj
+      }
+      for (int64_t n : {kWidth, kWidth, 3 * kWidth, kWidth, kWidth, kWidth, 4 * kWidth, kWidth}) {
+        d.others.push_back(param({n}));  // ln_1 (2), c_attn.bias, c_proj.bias, ln_2 (2), biases
+      }
+    }
+    d.others.push_back(param({kWidth}));  // ln_f
+    d.others.push_back(param({kWidth}));
+    return d;
+  }
+};
+
+void BM_Muon(benchmark::State& state) {
+  Decoder d = Decoder::make();
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(d.matrices, std::make_unique<MuonOptions>(MuonOptions(0.02)));
+  groups.emplace_back(d.others,
+                      std::make_unique<MuonOptions>(MuonOptions(3e-4).orthogonalize(false)));
+  Muon opt(groups, MuonOptions(0.02));
+  opt.step();
+  for (auto _ : state) opt.step();
+}
+
 // One read pass over all gradients (the global norm): the unit cost of a pass on this machine.
 void BM_OneReadPass(benchmark::State& state) {
   Model m = Model::make();
@@ -324,6 +412,11 @@ BENCHMARK(BM_Lamb_NoClip)->Apply(timed);
 BENCHMARK(BM_Lars_AtenPath)->Apply(timed);
 BENCHMARK(BM_Lamb_AtenPath)->Apply(timed);
 BENCHMARK(BM_OneReadPass)->Apply(timed);
+BENCHMARK(BM_ScheduleFreeAdamW)->Apply(timed);
+BENCHMARK(BM_ScheduleFreeAdamW_PerTensor)->Apply(timed);
+BENCHMARK(BM_Lion)->Apply(timed);
+BENCHMARK(BM_Lion_PerTensor)->Apply(timed);
+BENCHMARK(BM_Muon)->Apply(timed);
 
 // Console output as usual, plus every per-repetition time kept by benchmark name, and the median
 // and min aggregates for when the repetitions themselves are not reported
