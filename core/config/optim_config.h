@@ -36,7 +36,14 @@ struct OptimConfig {
   // when absent, else (0.9, 0.999).
   std::array<double, 2> betas = {0.9, 0.999};
   double eps = 1e-8;  // resolved: 1e-6 for lamb when absent, 1e-8 otherwise
+  // Resolved: base_weight_decay * batch.global / base_batch when weight_decay_scaling = "linear"
+  // (batch_rules.h), else as given (default 0).
   double weight_decay = 0.0;
+  std::string weight_decay_scaling = "none";  // none | linear
+  double base_weight_decay = 0.0;             // the decay at base_batch (weight_decay_scaling)
+  // beta2 from a half-life in examples, floored (batch_rules.h); 0 = off (betas[1] as given).
+  double beta2_half_life = 0.0;
+  double beta2_floor = 0.9;
   double trust_coefficient = 0.001;
   bool trust_clip = false;
   bool always_adapt = false;

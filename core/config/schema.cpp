@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/config/batch_rules.h"
 #include "core/config/field_table.h"
 #include "core/config/limits.h"
 #include "core/config/param_rule.h"
@@ -77,9 +78,22 @@ double default_momentum(const ExperimentConfig& c) { return c.optim.name == "muo
 bool default_nesterov(const ExperimentConfig& c) {
   return c.optim.name == "muon" || c.optim.name == "nesterov";
 }
+// With optim.beta2_half_life, beta2 follows the batch (batch_rules.h); with
+// weight_decay_scaling = "linear", the weight decay does.
 std::array<double, 2> default_betas(const ExperimentConfig& c) {
-  return c.optim.name == "lion" ? std::array<double, 2>{0.9, 0.99}
-                                : std::array<double, 2>{0.9, 0.999};
+  ExperimentConfig with = c;
+  with.optim.betas =
+      c.optim.name == "lion" ? std::array<double, 2>{0.9, 0.99} : std::array<double, 2>{0.9, 0.999};
+  return resolved_betas(with);
+}
+double default_weight_decay(const ExperimentConfig& c) {
+  ExperimentConfig with = c;
+  with.optim.weight_decay = 0.0;
+  return resolved_weight_decay(with);
+}
+const std::vector<std::string>& weight_decay_scaling_names() {
+  static const std::vector<std::string> names = {"none", "linear"};
+  return names;
 }
 int64_t default_data_seed(const ExperimentConfig& c) { return c.train.seed; }
 
@@ -212,6 +226,11 @@ Table<OptimConfig> optim_table() {
       field("always_adapt", &OptimConfig::always_adapt),
       field("base_batch", &OptimConfig::base_batch, greater_than(0)),
       field("base_lr", &OptimConfig::base_lr, greater_than(0)),
+      // Added with the batch rules (batch_rules.h): written only when used.
+      field_omitted_at_default("base_weight_decay", &OptimConfig::base_weight_decay,
+                               both(at_least(0), float32_range())),
+      field_omitted_at_default("beta2_floor", &OptimConfig::beta2_floor, kUnitHalfOpen),
+      field_omitted_at_default("beta2_half_life", &OptimConfig::beta2_half_life, at_least(0)),
       derived_field("betas", &OptimConfig::betas, default_betas, each(kUnitHalfOpen)),
       field("bias_correction", &OptimConfig::bias_correction),
       derived_field("eps", &OptimConfig::eps, default_eps, greater_than(0)),
@@ -240,7 +259,10 @@ Table<OptimConfig> optim_table() {
       field("scaling", &OptimConfig::scaling, one_of(scaling_names())),
       field("trust_clip", &OptimConfig::trust_clip),
       field("trust_coefficient", &OptimConfig::trust_coefficient, greater_than(0)),
-      field("weight_decay", &OptimConfig::weight_decay, both(at_least(0), float32_range())),
+      derived_field("weight_decay", &OptimConfig::weight_decay, default_weight_decay,
+                    both(at_least(0), float32_range())),
+      field_omitted_at_default("weight_decay_scaling", &OptimConfig::weight_decay_scaling,
+                               one_of(weight_decay_scaling_names())),
       field_omitted_at_default("weight_lr_power", &OptimConfig::weight_lr_power, at_least(0)),
   }};
 }
@@ -286,6 +308,7 @@ Table<TrainConfig> train_table() {
       field("divergence", &TrainConfig::divergence, zero_or_greater_than(1)),
       field("eval_every", &TrainConfig::eval_every, greater_than(0)),
       field("evals_per_octave", &TrainConfig::evals_per_octave, at_least(0)),
+      field_omitted_at_default("eval_every_steps", &TrainConfig::eval_every_steps, at_least(0)),
       field("full_eval", &TrainConfig::full_eval, one_of(full_eval_names())),
       field("layer_stats_every", &TrainConfig::layer_stats_every, at_least(0)),
       field("log_every", &TrainConfig::log_every, at_least(1)),

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/config/batch_rules.h"
 #include "core/config/canonical.h"
 #include "core/config/codecs.h"
 #include "core/config/duration.h"
@@ -481,6 +482,7 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
   validate_targets(config, out, read);
   validate_registries(config, options, out);
   validate_learning_rates(config, out, read);
+  validate_batch_rules(config, out, read);
   std::vector<Diagnostic> sized;
   validate_data_size_rules(config, options, out, sized, read);
   out.insert(out.end(), sized.begin(), sized.end());

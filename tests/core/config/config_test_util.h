@@ -121,6 +121,10 @@ inline void expect_same_config(const ExperimentConfig& a, const ExperimentConfig
   EXPECT_EQ(a.optim.muon_adjust_lr, b.optim.muon_adjust_lr);
   EXPECT_EQ(a.optim.poly_power, b.optim.poly_power);
   EXPECT_EQ(a.optim.weight_lr_power, b.optim.weight_lr_power);
+  EXPECT_EQ(a.optim.weight_decay_scaling, b.optim.weight_decay_scaling);
+  EXPECT_EQ(a.optim.base_weight_decay, b.optim.base_weight_decay);
+  EXPECT_EQ(a.optim.beta2_half_life, b.optim.beta2_half_life);
+  EXPECT_EQ(a.optim.beta2_floor, b.optim.beta2_floor);
   EXPECT_EQ(a.optim.exclude, b.optim.exclude);
   ASSERT_EQ(a.optim.groups.size(), b.optim.groups.size());
   for (size_t i = 0; i < a.optim.groups.size(); ++i) {
