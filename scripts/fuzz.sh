@@ -21,9 +21,10 @@ for h in "${harnesses[@]}"; do
   log="$build/fuzz/logs/$h.log"
   echo "fuzz: $h for ${seconds}s (log $log)"
   # -rss_limit_mb: a parser that needs more than 2 GB for one input is a finding (an OOM);
-  # -timeout: so is one that takes more than 10 s.
+  # -timeout: so is one that takes more than 10 s. -max_len: libFuzzer would start at the largest
+  # seed (a few hundred bytes) and grow slowly; nesting and tables need room.
   status=0
-  nice -n 19 "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+  nice -n 19 "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=16384 \
     -print_final_stats=1 -artifact_prefix="$build/fuzz/findings/$h/" \
     "$build/fuzz/corpus/$h" "fuzz/corpus/$h" >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added)' "$log" || true
