@@ -195,8 +195,12 @@ std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::s
   // %A: the job's id, or its array's; %a: the array task ("N/A" outside arrays). -r: one line per
   // array task, pending ones included.
   // Standard output alone: a site's banner on stderr is not a job.
-  const SlurmAnswer answer =
-      run_slurm_command({"squeue", "-h", "-r", "-o", "%A|%a|%T|%j", "--name=" + list});
+  std::vector<std::string> command = {"squeue", "-h", "-r", "-o", "%A|%a|%T|%j", "--name=" + list};
+  // squeue lists every user's jobs, and a job's name is only batchlab-<sweep name>: another user's
+  // sweep of the same name would count as this one's. --user rather than --me, which Slurm before
+  // 20.11 does not know.
+  if (const auto user = current_user_name()) command.push_back("--user=" + *user);
+  const SlurmAnswer answer = run_slurm_command(command);
   if (answer.code != 0) return std::nullopt;
   std::vector<SlurmQueueEntry> out;
   std::istringstream lines(answer.out);

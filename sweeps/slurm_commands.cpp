@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,7 +14,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace batchlab::sweeps {
@@ -194,12 +197,87 @@ RetryPolicy default_retry_policy() {
   return policy;
 }
 
+std::optional<std::string> current_user_name() {
+  std::array<char, 4096> buffer{};
+  passwd entry{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found &&
+      found->pw_name && *found->pw_name) {
+    return std::string(found->pw_name);
+  }
+  if (const char* user = std::getenv("USER"); user && *user) return std::string(user);
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view kMarkerDirective = "#SBATCH --comment=batchlab-submit:";
+
+// A comment no other submission has: host, process, a counter and the clock.
+std::string new_submission_marker() {
+  static std::atomic<uint64_t> counter{0};
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return fmt::format("batchlab-submit:{}-{}-{}-{}", host.data(), ::getpid(), ++counter,
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+}
+
+// Writes `marker` into the script as its comment, after the first line (the #! line; sbatch
+// reads #SBATCH lines up to the first command), replacing the marker of an earlier submission.
+void mark_script(const std::string& script, const std::string& marker) {
+  std::ifstream in(script);
+  if (!in) throw Error(fmt::format("{}: cannot read the job script to submit it", script));
+  std::string out;
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (line.rfind(kMarkerDirective, 0) == 0) continue;
+    out += line + "\n";
+    if (first) out += "#SBATCH --comment=" + marker + "\n";
+    first = false;
+  }
+  in.close();
+  std::ofstream rewritten(script, std::ios::trunc);
+  rewritten << out;
+  if (!rewritten.flush()) throw Error(fmt::format("{}: cannot write the job script", script));
+}
+
+// What the queue says of the job whose comment is `marker`: its id; "" when no job of the user
+// has it; nullopt when squeue did not answer.
+std::optional<std::string> queued_job_with(const std::string& marker) {
+  std::vector<std::string> command = {"squeue", "-h", "-o", "%A|%k"};
+  if (const auto user = current_user_name()) command.push_back("--user=" + *user);
+  const SlurmAnswer answer = run_slurm_command(command);
+  if (answer.code != 0) return std::nullopt;
+  std::istringstream lines(answer.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t bar = line.find('|');
+    if (bar == std::string::npos) continue;
+    std::string comment = line.substr(bar + 1);
+    while (!comment.empty() && std::isspace(static_cast<unsigned char>(comment.back()))) {
+      comment.pop_back();
+    }
+    if (comment == marker) return line.substr(0, bar);
+  }
+  return std::string();
+}
+
+}  // namespace
+
 std::string sbatch_submit(const std::string& script, const RetryPolicy& policy) {
+  const std::string marker = new_submission_marker();
+  mark_script(script, marker);
   auto delay = policy.first_delay;
+  bool submit = true;  // false while a time-out may have queued the job and squeue cannot tell
+  SlurmAnswer answer;  // sbatch's last answer
   for (int attempt = 1;; ++attempt) {
-    const SlurmAnswer answer = run_slurm_command({"sbatch", "--parsable", script});
-    if (answer.code == 0) {
-      if (auto id = parse_parsable_job_id(answer.out)) return *id;
+    if (submit) {
+      answer = run_slurm_command({"sbatch", "--parsable", script});
+      if (answer.code == 0) {
+        if (auto id = parse_parsable_job_id(answer.out)) return *id;
+      }
     }
     const SbatchFailure failure = classify_sbatch_failure(answer);
     const std::string said = answer.message();
@@ -207,12 +285,22 @@ std::string sbatch_submit(const std::string& script, const RetryPolicy& policy) 
       throw SbatchError(
           failure,
           fmt::format(
-              "sbatch --parsable {}: {}{} (exit code {}): {}", script, describe(failure),
+              "sbatch --parsable {}: {}{} (exit code {}): {}{}", script, describe(failure),
               failure == SbatchFailure::transient ? fmt::format(" after {} tries", attempt) : "",
-              answer.code, said.empty() ? "(it printed nothing)" : said));
+              answer.code, said.empty() ? "(it printed nothing)" : said,
+              submit ? ""
+                     : fmt::format("; squeue did not answer either, so the job may be queued: "
+                                   "look for comment {} in `squeue --me -o \"%A %k\"` before "
+                                   "submitting again",
+                                   marker)));
     }
     std::this_thread::sleep_for(delay);
     delay = std::min(policy.max_delay, delay * 2);
+    // The controller may have queued the job before the time-out: adopt it rather than submit a
+    // second one.
+    const auto queued = queued_job_with(marker);
+    if (queued && !queued->empty()) return *queued;
+    submit = queued.has_value();
   }
 }
 

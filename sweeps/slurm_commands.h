@@ -73,6 +73,19 @@ RetryPolicy default_retry_policy();
 
 // `sbatch --parsable SCRIPT`: the job id. Transient failures are retried per `policy`; throws
 // SbatchError for any other failure, or when the retries are spent.
+//
+// A transient failure is ambiguous: with "Socket timed out on send/recv operation" or "zero bytes
+// were transmitted" an overloaded controller has often queued the job already, and a blind retry
+// would run it twice (one trial as two jobs in one run folder; a sweep's whole array twice). So the
+// script carries a comment of its own (`#SBATCH --comment=batchlab-submit:...`, written into
+// SCRIPT after its first line), and before each retry squeue is asked for the user's job with that
+// comment: found, it is adopted (its id returned) instead of submitting again; while squeue does
+// not answer either, nothing is submitted, and when the tries are spent SbatchError says to check
+// the queue.
 std::string sbatch_submit(const std::string& script, const RetryPolicy& policy);
+
+// The name of the user this process runs as (the owner of the jobs it submits); nullopt where
+// the user database has no entry for it (a container with an arbitrary uid) and $USER is unset.
+std::optional<std::string> current_user_name();
 
 }  // namespace batchlab::sweeps

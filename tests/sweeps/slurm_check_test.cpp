@@ -126,5 +126,20 @@ TEST(SlurmQueue, ReadsArrayTasksAndPlainJobsAndSaysWhenSqueueCannotAnswer) {
   EXPECT_FALSE(slurm_queue({"batchlab-s"}).has_value());
 }
 
+// squeue without a user lists everyone's jobs: another user's sweep of the same name (job
+// batchlab-s) was counted in `sweep status` as this one's (issue 45).
+TEST(SlurmQueue, AsksOnlyForTheJobsOfTheUserRunningBatchlab) {
+  FakeSlurm fake;
+  fake.program(
+      "squeue",
+      "me=$(id -un)\n"
+      "echo '41|0|RUNNING|batchlab-s'\n"
+      "case \" $* \" in *\" --user=$me \"*) ;; *) echo '77|0|RUNNING|batchlab-s' ;; esac\n");
+  const auto queue = slurm_queue({"batchlab-s"});
+  ASSERT_TRUE(queue.has_value());
+  ASSERT_EQ(queue->size(), 1u);
+  EXPECT_EQ((*queue)[0].job_id, "41");
+}
+
 }  // namespace
 }  // namespace batchlab::sweeps
