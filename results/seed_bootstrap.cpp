@@ -146,18 +146,27 @@ Interval percentile_interval(std::vector<double> values) {
   return central_interval(std::move(values));
 }
 
-std::optional<std::vector<ScalingFit>> resample_seed_fits(const std::vector<SeedSteps>& cells,
-                                                          int resamples, uint64_t generator_seed) {
+std::optional<std::vector<std::vector<FitPoint>>> resample_seed_points(
+    const std::vector<SeedSteps>& cells, int resamples, uint64_t generator_seed) {
   if (resamples < 1) throw std::invalid_argument("bootstrap_seed_fit: resamples must be positive");
   const SeedLogSteps logs = seed_log_steps(cells);
   if (logs.size() < 2 || seed_counts(logs).first < kMinSeedsForInterval) return std::nullopt;
   const std::vector<BatchDraws> batches = batch_draws(logs);
   std::mt19937_64 generator(generator_seed);
+  std::vector<std::vector<FitPoint>> out;
+  out.reserve(static_cast<size_t>(resamples));
+  for (int r = 0; r < resamples; ++r) out.push_back(draw_points(batches, generator));
+  return out;
+}
+
+std::optional<std::vector<ScalingFit>> resample_seed_fits(const std::vector<SeedSteps>& cells,
+                                                          int resamples, uint64_t generator_seed) {
+  const auto draws = resample_seed_points(cells, resamples, generator_seed);
+  if (!draws) return std::nullopt;
   std::vector<ScalingFit> fits;
-  fits.reserve(static_cast<size_t>(resamples));
+  fits.reserve(draws->size());
   // Every batch has a point, and there are at least two: the fit always exists.
-  for (int r = 0; r < resamples; ++r)
-    fits.push_back(fit_scaling(draw_points(batches, generator)).value());
+  for (const auto& points : *draws) fits.push_back(fit_scaling(points).value());
   return fits;
 }
 

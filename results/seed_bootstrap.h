@@ -106,6 +106,13 @@ inline constexpr int kBandPoints = 33;
 // +infinity. Throws std::invalid_argument for no values.
 Interval percentile_interval(std::vector<double> values);
 
+// The points of `resamples` draws of the seeds of `cells` (one point per batch, ascending, as
+// seed_mean_points but from the widened draws above); nullopt as resample_seed_fits. The critical
+// batch read off the measured steps (results/critical_batch.h) is resampled from these.
+std::optional<std::vector<std::vector<FitPoint>>> resample_seed_points(
+    const std::vector<SeedSteps>& cells, int resamples = kSeedResamples,
+    uint64_t generator_seed = kSeedBootstrapSeed);
+
 // The refitted curves of `resamples` draws of the seeds of `cells`, every one kept (two batches or
 // more always fit); nullopt with fewer than two batch sizes or when a batch ran fewer than
 // kMinSeedsForInterval seeds. `batchlab compare` pairs two series' resamples drawn from different
