@@ -1,5 +1,8 @@
 #include "analysis/series_settings.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "analysis/table_builder.h"
@@ -62,6 +65,25 @@ results::QueryResult series_settings_table(const std::vector<SeriesSettings>& se
     b.end_row();
   }
   return b.table;
+}
+
+std::string series_settings_section(const std::vector<SeriesSettings>& settings,
+                                    results::QueryFormat format, const std::string& gap) {
+  const auto table = series_settings_table(settings);
+  if (table.rows.empty()) return "";
+  std::vector<std::string> partial;
+  for (const auto& s : settings) {
+    if (s.configs < s.runs) {
+      partial.push_back(fmt::format("{}: {} of {} trials", s.series, s.configs, s.runs));
+    }
+  }
+  return fmt::format(
+             "Optimizer settings per series, from its trials' resolved configs "
+             "(runs.config_toml){}; the learning rate is searched per cell (best_lr above). "
+             "\"searched: ...\" = values tried within a cell's search; \"per cell: ...\" = set "
+             "per cell; {} = the optimizer has no such setting.\n",
+             partial.empty() ? "" : fmt::format(" ({})", fmt::join(partial, ", ")), kNotUsed) +
+         gap + results::format_result(table, format, kAbsentCell) + "\n";
 }
 
 std::vector<SettingDiff> series_differences(const SeriesSettings& a, const SeriesSettings& b) {

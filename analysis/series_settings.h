@@ -35,6 +35,11 @@ std::vector<SeriesSettings> series_settings(const std::vector<SeriesRuns>& serie
 // settings; a key a series' optimizer does not use is kNotUsed. No rows when no series has any.
 results::QueryResult series_settings_table(const std::vector<SeriesSettings>& settings);
 
+// The table with a line saying what it is read from; "" when no series has settings. `gap` is the
+// blank line Markdown puts under a heading.
+std::string series_settings_section(const std::vector<SeriesSettings>& settings,
+                                    results::QueryFormat format, const std::string& gap);
+
 // The differences between two series' settings; empty when either has none (no configs).
 std::vector<SettingDiff> series_differences(const SeriesSettings& a, const SeriesSettings& b);
 

@@ -354,7 +354,10 @@ StudyComparison compare_study_series(const std::string& db_path, const std::stri
         "run` on a spec with a [study] section",
         db_path, sweep_id ? " of sweep " + *sweep_id : ""));
   }
-  return compare_report_series(build_study_report(db_path, {sweep_id}), a, b, db_path);
+  StudyReportOptions options;
+  options.sweep_id = sweep_id;
+  options.target_ladder = false;
+  return compare_report_series(build_study_report(db_path, options), a, b, db_path);
 }
 
 StudyComparison compare_report_series(const StudyReport& report, const std::string& a,

@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "analysis/critical_batch_format.h"
 #include "analysis/study_report.h"
 #include "analysis/table_builder.h"
 
@@ -210,6 +211,7 @@ json fit_json(const SeriesFit& f) {
       j["bootstrap"]["band"].push_back({p.batch, p.steps.low, p.steps.high});  // S(B) is finite
     }
   }
+  j["definitions"] = critical_batch_json(f);
   if (f.fit) {
     j["fit"] = {{"points", f.fit->points},
                 {"batches", f.fit->batches},
@@ -246,26 +248,6 @@ json settings_json(const SeriesSettings& s) {
   return {{"series", s.series}, {"runs", s.runs}, {"configs", s.configs}, {"values", values}};
 }
 
-// The settings table with what it is read from; "" when no trial has a resolved config.
-std::string settings_section(const StudyReport& report, results::QueryFormat format,
-                             const std::string& gap) {
-  const auto table = series_settings_table(report.settings);
-  if (table.rows.empty()) return "";
-  std::vector<std::string> partial;
-  for (const auto& s : report.settings) {
-    if (s.configs < s.runs) {
-      partial.push_back(fmt::format("{}: {} of {} trials", s.series, s.configs, s.runs));
-    }
-  }
-  return fmt::format(
-             "Optimizer settings per series, from its trials' resolved configs "
-             "(runs.config_toml){}; the learning rate is searched per cell (best_lr above). "
-             "\"searched: ...\" = values tried within a cell's search; \"per cell: ...\" = set "
-             "per cell; {} = the optimizer has no such setting.\n",
-             partial.empty() ? "" : fmt::format(" ({})", fmt::join(partial, ", ")), kNotUsed) +
-         gap + results::format_result(table, format, kAbsentCell) + "\n";
-}
-
 std::string study_json(const StudyReport& report) {
   json j = {{"kind", "study"},
             {"targets", report.targets},
@@ -285,6 +267,21 @@ std::string study_json(const StudyReport& report) {
                {"ratio", optional_json(report.cost.ratio)},
                {"samples_at_winner", report.cost.samples_at_winner},
                {"ratio_at_winner", optional_json(report.cost.ratio_at_winner)}};
+  j["run_equivalents"] = json::array();
+  for (const auto& r : report.run_equivalents) {
+    j["run_equivalents"].push_back({{"series", r.series},
+                                    {"batch", r.batch},
+                                    {"seeds", r.seeds},
+                                    {"trials_first_seed", r.first_trials},
+                                    {"trials_all_seeds", r.all_trials},
+                                    {"samples_first_seed", r.first_samples},
+                                    {"samples_all_seeds", r.all_samples},
+                                    {"unit_samples", optional_json(r.unit)},
+                                    {"unit_is_cap", r.unit_is_cap},
+                                    {"runs_first_seed", optional_json(r.first)},
+                                    {"runs_all_seeds", optional_json(r.all)}});
+  }
+  j["target_ladder"] = target_ladder_json(report.target_ladder);
   j["warnings"] = report.warnings;
   return j.dump(2) + "\n";
 }
@@ -364,9 +361,22 @@ std::string format_study_report(const StudyReport& report, results::QueryFormat 
   const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
   std::string out = header(report) + gap + results::format_result(cells, format, kAbsentCell) +
                     "\n" + fit_header() + gap + results::format_result(fits, format, kAbsentCell) +
-                    "\n" + settings_section(report, format, gap);
+                    "\n" + critical_batch_section(report.fits, format, gap) +
+                    series_settings_section(report.settings, format, gap);
   for (const auto& l : report.ladders) out += ladder_line(l) + "\n" + gap;
+  out += target_ladder_section(report.target_ladder, format, gap);
   out += cost_line(report.cost);
+  if (!report.run_equivalents.empty()) {
+    out +=
+        gap +
+        "Cost in full-run equivalents per series and batch: the samples trained there over the "
+        "samples of one run of the first seed's winning trial (a run to the cap where it is "
+        "censored); runs_first_seed = its search alone, runs_all_seeds = with the later seeds. "
+        "(Shallue et al. 2019 ran about 100 trials per batch size; AlgoPerf allows 5 per "
+        "workload.)\n" +
+        gap +
+        results::format_result(run_equivalents_table(report.run_equivalents), format, kAbsentCell);
+  }
   for (const auto& w : report.warnings) out += fmt::format("{}warning: {}\n", gap, w);
   return out;
 }

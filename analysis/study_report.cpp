@@ -222,12 +222,15 @@ SeriesFit fit_series(const std::string& series, const std::vector<const StudyCel
     out.lack_of_fit = results::lack_of_fit(*out.fit, fitted);
     out.bootstrap = results::bootstrap_seed_fit(fitted);
     if (!out.bootstrap) out.seed_range = results::per_seed_range(fitted);
+    out.definitions = results::critical_batches(*out.fit, fitted);
   }
   if (!run_means.empty()) {
     double sum = 0.0;
     for (double v : run_means) sum += v;
     out.b_simple = sum / static_cast<double>(run_means.size());
     out.b_simple_runs = static_cast<int>(run_means.size());
+    const auto [low, high] = std::minmax_element(run_means.begin(), run_means.end());
+    out.b_simple_range = results::Interval{*low, *high};
   }
   return out;
 }
@@ -360,14 +363,21 @@ std::vector<SeriesRuns> series_runs(const StudyReport& report) {
 }  // namespace
 
 StudyReport build_study_report(const std::string& db_path, const StudyReportOptions& options) {
-  return study_report_of(read_study_records(db_path, options.sweep_id));
+  const StudyRecords records = read_study_records(db_path, options.sweep_id);
+  StudyReport report = study_report_of(records);
+  if (options.target_ladder) {
+    report.target_ladder = target_ladder(records, read_trial_curves(db_path, records));
+  }
+  return report;
 }
 
 StudyReport study_report_of(const StudyRecords& records) {
   StudyReport report;
   std::set<std::string> targets;
   for (const auto& c : records.cells) {
-    targets.insert(fmt::format("{} {:g}", c.target_metric, c.target_value));
+    targets.insert(c.target_metric.empty()
+                       ? std::string("as given in the table")
+                       : fmt::format("{} {:g}", c.target_metric, c.target_value));
   }
   report.targets.assign(targets.begin(), targets.end());
   label_cells(records.cells, report);
@@ -377,6 +387,7 @@ StudyReport study_report_of(const StudyRecords& records) {
   report.ladders = summarize_ladders(report.cells, records.ladders);
   report.settings = series_settings(series_runs(report), records.run_configs);
   report.cost = study_cost(records.cells, records.trials);
+  report.run_equivalents = run_equivalents(report.cells);
   report.warnings = warnings_of(report.fits);
   if (const auto pruned = pruning_warning(report.cells)) report.warnings.push_back(*pruned);
   return report;

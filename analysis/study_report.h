@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_equivalents.h"
 #include "analysis/series_settings.h"
 #include "analysis/study_audit.h"
 #include "analysis/study_ladder.h"
 #include "analysis/study_records.h"
+#include "analysis/target_ladder.h"
+#include "results/critical_batch.h"
 #include "results/lack_of_fit.h"
 #include "results/query_result.h"
 #include "results/scaling_fit.h"
@@ -31,6 +34,9 @@ inline constexpr double kBasinFactor = 1.25;
 
 struct StudyReportOptions {
   std::optional<std::string> sweep_id;  // only this sweep's cells, when set
+  // B_crit at the ladder of shallower targets (analysis/target_ladder.h): five more fits, read
+  // from the evals table; compare leaves it out.
+  bool target_ladder = true;
 };
 
 struct StudyCellSummary {
@@ -86,6 +92,9 @@ struct SeriesFit {
   // mean of those per-run averages over the series' trials that have rows.
   std::optional<double> b_simple;
   int b_simple_runs = 0;
+  std::optional<results::Interval> b_simple_range;  // min-max of the per-run averages
+  // The other definitions of the critical batch (results/critical_batch.h); nullopt without a fit.
+  std::optional<results::CriticalBatches> definitions;
 };
 
 struct StudyReport {
@@ -99,6 +108,11 @@ struct StudyReport {
   // (analysis/series_settings.h); a series without configs has empty settings.
   std::vector<SeriesSettings> settings;
   StudyCost cost;
+  // Per series and batch: the samples trained there in full-run equivalents
+  // (analysis/run_equivalents.h).
+  std::vector<RunEquivalents> run_equivalents;
+  // The fits at the ladder of shallower targets; empty without evals rows or with several targets.
+  std::vector<TargetRung> target_ladder;
   std::vector<std::string> warnings;
 };
 

@@ -53,6 +53,9 @@ const std::vector<Figure>& figures() {
        "study: steps to target vs batch, log-log, with the S(B) fit and the B_simple prediction"},
       {"lr-sensitivity", "lr_sensitivity.py", FigureKind::study,
        "study: steps to target vs LR, one line per batch size, per optimizer"},
+      {"b-crit-vs-target", "b_crit_vs_target.py", FigureKind::study,
+       "study: B_crit (95% over seeds) and the 20% batch against the depth of the target, from "
+       "the same trials' evaluations"},
       {"scaling-panels", "scaling_panels.py", FigureKind::studies,
        "studies: steps to target vs batch, one panel per study (--db A.db,B.db), seed ranges, "
        "fits with 95% bands"},

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "analysis/report.h"
+#include "analysis/steps_table.h"
 #include "analysis/study_report.h"
 #include "cli/app.h"
 #include "cli/args.h"
@@ -30,12 +31,17 @@ std::vector<std::string> split_keys(const std::string& text) {
 constexpr const char* kReportUsage =
     "batchlab report --db PATH [--group-by k1,k2] [--where SQL] [--metric test_acc|test_loss] "
     "[--select-by val_acc|val_loss] [--runs] [--format table|csv|json|markdown]\n"
+    "batchlab report --steps-csv FILE [--columns ROLE=NAME,...] [--format ...]\n"
     "  a database with a scaling study (study_cells rows) gets the study report: per cell the best "
     "LR, steps and samples to the target, basin and seed range; per optimizer the fit of S(B) = "
     "S_min + E_min/B with B_crit beside B_simple; the cost in samples. --runs gives the per-group "
     "run report instead.\n"
     "  the best LR of a group is selected on a validation metric (--select-by, default val_acc); "
-    "test metrics are only reported";
+    "test metrics are only reported.\n"
+    "  --steps-csv fits a steps-to-target table (a header, then series,batch,steps[,seed] rows; "
+    "--columns names the table's own columns for the roles series, batch, steps, seed, target, "
+    "e.g. series=model,batch=batch_sequences,steps=min_steps_to_goal) through the study report's "
+    "fit and definitions of the critical batch";
 
 results::QueryFormat format_of(const Args& args) {
   const std::string name = args.value("format").value_or("table");
@@ -78,6 +84,28 @@ void check_study_arguments(const Args& args) {
   }
 }
 
+// `report --steps-csv FILE`: a published table through the study report (analysis/steps_table.h).
+int report_steps_table(const Args& args, results::QueryFormat format) {
+  for (const char* option : {"db", "group-by", "where", "metric", "select-by", "runs"}) {
+    if (args.value(option) || (std::string(option) == "runs" && args.flag("runs"))) {
+      throw UsageError(
+          fmt::format("--{}: --steps-csv reports a table of steps, not a database; leave --{} out",
+                      option, option));
+    }
+  }
+  const std::string path = *args.value("steps-csv");
+  const auto columns = analysis::parse_steps_columns(args.value("columns").value_or(""));
+  const auto study = analysis::study_report_of(analysis::read_steps_csv(path, columns));
+  if (format == results::QueryFormat::kTable || format == results::QueryFormat::kMarkdown) {
+    fmt::print(
+        "Steps-to-target table {}: every row a reached cell (no trials, so no learning rates, "
+        "basins or cost).\n",
+        path);
+  }
+  fmt::print("{}", analysis::format_study_report(study, format));
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_report(const std::vector<std::string>& argv) {
@@ -88,8 +116,11 @@ int cmd_report(const std::vector<std::string>& argv) {
              {"metric", true, false},
              {"select-by", true, false},
              {"runs", false, false},
-             {"format", true, false}},
+             {"format", true, false},
+             {"steps-csv", true, false},
+             {"columns", true, false}},
             kReportUsage);
+  if (args.value("steps-csv")) return report_steps_table(args, format_of(args));
   const auto db = args.value("db");
   if (!db) throw UsageError(fmt::format("missing --db PATH\nusage: {}", kReportUsage));
   if (!args.positionals().empty()) {

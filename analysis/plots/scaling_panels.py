@@ -4,7 +4,9 @@ batch on log-log axes, one colour per optimizer (fit series). Measured points ar
 mean over a batch's seeds with a bar over the seeds' range; censored cells are open markers at
 their cap with an arrow up. Each series' fit S(B) = S_min + E_min/B is the solid line, its 95%
 band from the bootstrap over seeds is shaded and its B_crit interval is in the legend (with the
-lack-of-fit p where the report's test rejects the curve); the curve the noise scale predicts,
+lack-of-fit p where the report's test rejects the curve), with the 20%-over-linear-scaling batch
+from the measured steps and its reference batch; each definition of the critical batch is marked
+on the curve (triangle E_min/S_min, square the 20% batch, cross B_simple); the curve the noise scale predicts,
 S_min (1 + B_simple/B), is dotted; perfect scaling (steps halve when the batch doubles) is the
 dashed grey line through each series' smallest batch. The numbers are the
 study reports' own (batchlab report --format json), so the figure says what the report says."""
@@ -37,7 +39,7 @@ def fit_label(series, fit):
     params = fit.get("fit") or {}
     label = series
     if params.get("b_crit"):
-        label += f": B_crit {params['b_crit']:.0f}"
+        label += f": E_min/S_min {params['b_crit']:.0f}"
         interval = (fit.get("bootstrap") or {}).get("b_crit")
         if interval:
             # A null upper end: some resamples had no critical batch, B_crit is unbounded above.
@@ -45,6 +47,17 @@ def fit_label(series, fit):
             label += f" [{interval[0]:.0f}, {high}]"
         elif params.get("b_crit_se"):
             label += f" ± {params['b_crit_se']:.0f}"
+    # The 20%-over-linear-scaling batch (Zhang et al. 2024) from the measured steps, with its
+    # reference batch: the report's other definition (docs/analysis.md).
+    d = fit.get("definitions") or {}
+    if d:
+        measured = d.get("measured_excess")
+        text = f"{measured:.0f}" if measured else f"> {d['largest_batch']:.0f}"
+        interval = d.get("measured_excess_interval")
+        if measured and interval:
+            high = "∞" if interval[1] is None else f"{interval[1]:.0f}"
+            text += f" [{interval[0]:.0f}, {high}]"
+        label += f"; 20% over linear from {d['reference_batch']:.0f}: {text}"
     # The report's lack-of-fit test (docs/analysis.md): a curve that misses its batches' means.
     test = fit.get("lack_of_fit") or {}
     if test.get("p") is not None and test["p"] < 0.05:
@@ -83,6 +96,12 @@ def draw_series(ax, color, series, cells, fit):
         if band:
             ax.fill_between([p[0] for p in band], [p[1] for p in band], [p[2] for p in band],
                             color=color, alpha=0.15, lw=0)
+        # Each definition of the critical batch, marked on the fitted curve.
+        d = fit.get("definitions") or {}
+        for batch, marker in ((params.get("b_crit"), "^"), (d.get("measured_excess"), "s"),
+                              (fit.get("b_simple"), "x")):
+            if batch and batch > 0:
+                ax.plot([batch], [s_min + e_min / batch], marker, color=color, ms=6, mfc="none")
         if fit.get("b_simple") and s_min > 0:
             bs = fit["b_simple"]
             ax.plot(curve_b, [s_min * (1 + bs / b) for b in curve_b], ":", color=color, lw=1.2)
@@ -111,6 +130,10 @@ def draw_panel(plt, ax, report, title):
            for fit in report["fits"]):
         ax.plot([], [], ":", color="gray", label="S_min (1 + B_simple/B)")
     ax.plot([], [], "o", mfc="none", color="gray", label="censored (at the cap)")
+    ax.plot([], [], "^", mfc="none", color="gray", label="E_min/S_min (McCandlish)")
+    ax.plot([], [], "s", mfc="none", color="gray", label="20% over linear, measured (Zhang)")
+    if any(fit.get("b_simple") for fit in report["fits"]):
+        ax.plot([], [], "x", color="gray", label="B_simple (noise scale)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     # The measurements set the range; the perfect-scaling lines and predictions may leave it.

@@ -3,13 +3,14 @@
 # written from its database alone: the study report, the `compare` outputs its verdicts quote, and
 # the panels figure.
 #   bash scripts/studies/text_scaling_study_outputs.sh [STUDY.db]   # default docs/data/text_scaling_study.db
-# Writes docs/data/text_scaling_study/{report.md,compare_*.md} and
-# docs/figures/text_scaling_study_panels.png. Needs build/batchlab.
+# Writes docs/data/text_scaling_study/{report.md,compare_*.md},
+# docs/figures/text_scaling_study_panels.png and docs/figures/text_scaling_study_b_crit_vs_target.png.
+# Needs build/batchlab (or the binary named by BATCHLAB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 db=${1:-docs/data/text_scaling_study.db}
 out=docs/data/text_scaling_study
-bin=build/batchlab
+bin=${BATCHLAB:-build/batchlab}
 [ -f "$db" ] || { echo "error: $db: no such database (give the study's database)" >&2; exit 2; }
 [ -x "$bin" ] || { echo "error: $bin: not built (bash scripts/build.sh batchlab)" >&2; exit 2; }
 mkdir -p "$out" docs/figures
@@ -40,4 +41,7 @@ done
 
 "$bin" plot --db "$db" --figure scaling-panels --out docs/figures/text_scaling_study_panels.png \
   --titles "text study: bert_tiny MLM on the Python 3.11 docs, 3 seeds"
-echo "wrote $out/report.md, ${#pairs[@]} comparisons in $out/, docs/figures/text_scaling_study_panels.png"
+"$bin" plot --db "$db" --figure b-crit-vs-target \
+  --out docs/figures/text_scaling_study_b_crit_vs_target.png
+echo "wrote $out/report.md, ${#pairs[@]} comparisons in $out/, docs/figures/text_scaling_study_panels.png," \
+  "docs/figures/text_scaling_study_b_crit_vs_target.png"

@@ -1,0 +1,150 @@
+#include "analysis/steps_table.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  std::string field;
+  while (std::getline(in, field, ',')) {
+    const auto b = field.find_first_not_of(" \t\r");
+    const auto e = field.find_last_not_of(" \t\r");
+    out.push_back(b == std::string::npos ? "" : field.substr(b, e - b + 1));
+  }
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+std::optional<double> number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// The index of each role's column in the header; -1 for an optional one it lacks.
+struct ColumnIndex {
+  int series = -1, batch = -1, steps = -1, seed = -1, target = -1;
+};
+
+ColumnIndex index_columns(const std::string& path, const std::vector<std::string>& header,
+                          const StepsColumns& c) {
+  auto find = [&](const std::string& name, bool required) {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return static_cast<int>(i);
+    }
+    if (required) {
+      throw InputError(fmt::format(
+          "{}:1: no column '{}' in the header ({}); name the table's columns with --columns, e.g. "
+          "--columns series=model,batch=batch_sequences,steps=min_steps_to_goal",
+          path, name, fmt::join(header, ", ")));
+    }
+    return -1;
+  };
+  return {find(c.series, true), find(c.batch, true), find(c.steps, true), find(c.seed, false),
+          c.target.empty() ? -1 : find(c.target, true)};
+}
+
+double field_number(const std::string& path, int line, const std::string& role,
+                    const std::string& text) {
+  const auto v = number(text);
+  if (!v) {
+    throw InputError(
+        fmt::format("{}:{}: {} '{}' is not a number; give one per row", path, line, role, text));
+  }
+  return *v;
+}
+
+StudyCellRecord cell_of(const std::string& path, int line, const std::vector<std::string>& row,
+                        const ColumnIndex& ix, const std::string& target_name) {
+  StudyCellRecord c;
+  c.cell_id = fmt::format("{}:{}", path, line);
+  c.sweep_id = path;
+  c.optimizer = row[ix.series];
+  const double batch = field_number(path, line, "batch", row[ix.batch]);
+  if (!(batch >= 1.0) || std::floor(batch) != batch) {
+    throw InputError(
+        fmt::format("{}:{}: batch '{}' is not a positive integer", path, line, row[ix.batch]));
+  }
+  c.global_batch = static_cast<int64_t>(batch);
+  const double steps = field_number(path, line, "steps", row[ix.steps]);
+  if (!(steps > 0.0)) {
+    throw InputError(fmt::format("{}:{}: steps '{}' must be positive", path, line, row[ix.steps]));
+  }
+  c.steps_to_target = steps;
+  c.samples_to_target = steps * batch;
+  c.seed = ix.seed < 0 ? 0 : static_cast<int64_t>(field_number(path, line, "seed", row[ix.seed]));
+  c.target_metric = target_name;
+  if (ix.target >= 0) c.target_value = field_number(path, line, "target", row[ix.target]);
+  c.status = "reached";
+  return c;
+}
+
+}  // namespace
+
+StepsColumns parse_steps_columns(const std::string& spec) {
+  StepsColumns out;
+  std::map<std::string, std::string*> roles = {{"series", &out.series},
+                                               {"batch", &out.batch},
+                                               {"steps", &out.steps},
+                                               {"seed", &out.seed},
+                                               {"target", &out.target}};
+  for (const auto& entry : split(spec)) {
+    const auto eq = entry.find('=');
+    const auto role = eq == std::string::npos ? entry : entry.substr(0, eq);
+    if (eq == std::string::npos || !roles.count(role) || eq + 1 == entry.size()) {
+      throw InputError(fmt::format(
+          "--columns '{}': '{}' is not ROLE=COLUMN with ROLE one of series, batch, steps, seed, "
+          "target",
+          spec, entry));
+    }
+    *roles[role] = entry.substr(eq + 1);
+  }
+  return out;
+}
+
+StudyRecords read_steps_csv(const std::string& path, const StepsColumns& columns) {
+  std::ifstream in(path);
+  if (!in) {
+    throw InputError(
+        fmt::format("--steps-csv {}: no such readable file; give a CSV with a header "
+                    "line (series,batch,steps[,seed])",
+                    path));
+  }
+  std::string line;
+  std::getline(in, line);
+  const auto header = split(line);
+  const ColumnIndex ix = index_columns(path, header, columns);
+  StudyRecords out;
+  for (int number_of_line = 2; std::getline(in, line); ++number_of_line) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find('"') != std::string::npos) {
+      throw InputError(fmt::format("{}:{}: quoted fields are not read; write plain values", path,
+                                   number_of_line));
+    }
+    const auto row = split(line);
+    if (row.size() != header.size()) {
+      throw InputError(fmt::format("{}:{}: {} fields where the header has {}", path, number_of_line,
+                                   row.size(), header.size()));
+    }
+    out.cells.push_back(cell_of(path, number_of_line, row, ix, columns.target));
+  }
+  if (out.cells.empty()) throw InputError(fmt::format("{}: no rows under the header", path));
+  return out;
+}
+
+}  // namespace batchlab::analysis
