@@ -168,28 +168,41 @@ Job load_job(const Args& args, const dist::Rendezvous& rv) {
   return job;
 }
 
-// Threads and device of this process (rank); prints the run's banner.
-c10::Device set_up_process(const Job& job, const dist::Rendezvous& rv) {
+// What this process (rank) runs on.
+struct ProcessSetup {
+  c10::Device device = c10::kCPU;
+  int64_t threads = 1;
+};
+
+// Threads and device of this process (rank).
+ProcessSetup set_up_process(const Job& job, const dist::Rendezvous& rv) {
   // A rank's output goes through a pipe (launcher, srun): line-buffer it so lines arrive whole.
   if (rv.distributed()) std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // Ranks sharing a host share its cores: train.threads = 0 gives each its share.
   const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads =
+  ProcessSetup setup;
+  setup.threads =
       configure_threads(job.cfg.train.threads > 0 ? job.cfg.train.threads
                                                   : std::max<int64_t>(1, hw / rv.local_world_size));
   train::DeviceRequest request;
   request.spec = job.cfg.train.device;
   request.local_rank = rv.local_rank;
   request.local_world_size = rv.local_world_size;
-  const auto device = train::resolve_device(request);
-  train::use_device(device);
+  setup.device = train::resolve_device(request);
+  train::use_device(setup.device);
+  return setup;
+}
+
+// The run's banner, printed once the task is built: the data and the starting weights
+// (model.init_from) are read by then, so input they refuse never follows a banner that reads as
+// if the run had started.
+void print_banner(const Job& job, const dist::Rendezvous& rv, const ProcessSetup& setup) {
   fmt::print(
       "batchlab {} | run {} | {} -> {} | LibTorch {} | {} threads | {}{}\n", batchlab_version(),
-      job.run_id, job.config_path, job.db_path, torch_version(), threads, device.str(),
+      job.run_id, job.config_path, job.db_path, torch_version(), setup.threads, setup.device.str(),
       rv.distributed() ? fmt::format(" | rank {} of {} ({})", rv.rank, rv.world_size, rv.source)
                        : "");
   std::fflush(stdout);
-  return device;
 }
 
 // Joins the process group (after the data is loaded); from then on each rank draws its own random
@@ -291,11 +304,13 @@ int cmd_train(const std::vector<std::string>& argv) {
 
   const auto rv = dist::rendezvous_from_process_env();
   const Job job = load_job(args, rv);
-  const c10::Device device = set_up_process(job, rv);
+  const ProcessSetup setup = set_up_process(job, rv);
+  const c10::Device device = setup.device;
   torch::manual_seed(static_cast<uint64_t>(job.cfg.train.seed));
   std::vector<std::string> notes;  // what the starting weights (model.init_from) left to say
   auto task =
       experiments::make_task(job.cfg.model, job.cfg.data, job.cfg.batch.bn_group, device, &notes);
+  print_banner(job, rv, setup);
   const auto options = trainer_options(args, job, rv, device);
 
   train::FanoutReporter reporter;
