@@ -10,7 +10,11 @@
 // card); this file parses the arguments, finds the checkpoint folder and prints.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "analysis/model_card.h"
@@ -79,6 +83,20 @@ void check_output_folder(const std::string& out) {
     throw InputError(fmt::format("--out {}: its parent folder {} does not exist; create it first",
                                  out, parent.string()));
   }
+  // Where the files will be created must take them, found out before the run's weights are read
+  // and before the folder is made. A probe file rather than access(2): access says yes to root on
+  // a read-only mount or a filesystem that refuses new files (/proc), where only trying tells.
+  const fs::path writes_into = fs::is_directory(folder, ec) ? folder : parent;
+  std::string probe = (writes_into / ".batchlab-export-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw InputError(fmt::format(
+        "--out {}: cannot create files in {} ({}); give a folder you can write, or change its "
+        "permissions",
+        out, writes_into.string(), std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 std::string required(const Args& args, const std::string& name, const std::string& what) {
