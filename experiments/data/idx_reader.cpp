@@ -25,6 +25,10 @@ constexpr unsigned kGzBufferBytes = 1u << 18;
 
 constexpr uint8_t kTypeUnsignedByte = 0x08;
 
+// Deflate's largest expansion (zlib's technical details: 1032:1), so a .gz of N bytes holds at
+// most 1032 N bytes of data.
+constexpr int64_t kMaxDeflateRatio = 1032;
+
 std::string type_name(uint8_t type_code) {
   switch (type_code) {
     case 0x08:
@@ -83,6 +87,8 @@ class GzFile {
   }
 
   bool stream_truncated() const { return stream_truncated_; }
+  // Whether the file is read as it is (not a gzip stream); known once something was read.
+  bool direct() const { return gzdirect(file_) == 1; }
 
  private:
   // Classifies a short read: Z_BUF_ERROR is zlib's "unexpected end of file" (a cut-off gzip
@@ -185,6 +191,26 @@ torch::Tensor read_idx(const std::string& path) {
         "{}: IDX header declares dims [{}], more than the {} GiB limit; the header is corrupt "
         "(re-download the file)",
         path, fmt::join(dims, ", "), kMaxIdxBytes >> 30));
+  }
+
+  // Before the tensor is allocated: a header can claim gigabytes in a file of a few bytes (a
+  // damaged or hostile file; found by fuzz/idx_fuzz.cpp: 10 bytes claiming 4 GB took 10 s and
+  // 1 GB of memory before the truncation was noticed). A plain file holds exactly what follows
+  // its header; a .gz cannot hold more than kMaxDeflateRatio times its size.
+  const int64_t header_bytes = 4 + 4 * static_cast<int64_t>(ndims);
+  if (const auto file_bytes = static_cast<int64_t>(fs::file_size(path, ec)); !ec) {
+    if (file.direct() && payload > file_bytes - header_bytes) {
+      throw DataError(fmt::format(
+          "{}: truncated data: dims [{}] need {} bytes, got {}; the file is incomplete: "
+          "re-download or reinstall it",
+          path, fmt::join(dims, ", "), payload, std::max<int64_t>(0, file_bytes - header_bytes)));
+    }
+    if (!file.direct() && payload / kMaxDeflateRatio > file_bytes) {
+      throw DataError(fmt::format(
+          "{}: truncated data: dims [{}] need {} bytes, more than a gzip file of {} bytes can "
+          "hold; the file is incomplete or its header is corrupt: re-download or reinstall it",
+          path, fmt::join(dims, ", "), payload, file_bytes));
+    }
   }
 
   // Read straight into the tensor's storage: no intermediate buffer.

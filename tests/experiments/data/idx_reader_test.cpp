@@ -106,6 +106,21 @@ TEST(IdxReader, TruncatedDataNamesFileAndByteCounts) {
   }
 }
 
+// Found by fuzz/idx_fuzz.cpp (fuzz/corpus/idx/timeout-4g-labels-in-10-bytes): 10 bytes whose
+// header claims 4,261,412,866 labels. The tensor was allocated before the data was read: 10 s and
+// 1 GB under the sanitizers. Now the claim is checked against the file's size first.
+TEST(IdxReader, AHeaderClaimingMoreThanTheFileCanHoldIsRefusedBeforeAllocating) {
+  ScratchDir dir;
+  write_raw(dir.file("claims"), {0x0, 0x0, 0x8, 0x1, 0xfe, 0x0, 0x0, 0x2, 0x3, 0x7});
+  expect_data_error([&] { read_idx(dir.file("claims")); },
+                    {dir.file("claims"), "truncated data", "need 4261412866 bytes, got 2"});
+  write_gz(dir.file("claims.gz"), {0x0, 0x0, 0x8, 0x1, 0xfe, 0x0, 0x0, 0x2, 0x3, 0x7});
+  expect_data_error([&] { read_idx(dir.file("claims.gz")); },
+                    {dir.file("claims.gz"), "truncated data",
+                     "need 4261412866 bytes, more than a "
+                     "gzip file of"});
+}
+
 TEST(IdxReader, TruncatedGzipStreamIsReportedAsTruncated) {
   ScratchDir dir;
   write_gz(dir.file("full.gz"), idx_bytes({64, 16, 16}, pattern(64 * 16 * 16)));
