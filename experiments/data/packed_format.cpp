@@ -60,6 +60,7 @@ class ByteReader {
     pos_ += sizeof(kPackMagic);
   }
   size_t position() const { return pos_; }
+  size_t remaining() const { return end_ - pos_; }
 
  private:
   void need(size_t n) {
@@ -83,6 +84,9 @@ class ByteReader {
   std::string path_;
 };
 
+// One sample's entry: shard, offset, length, width, height, label.
+constexpr uint64_t kSampleBytes = 4 + 8 + 4 + 4 + 4 + 4;
+
 void write_samples(ByteWriter& w, const std::vector<PackedSample>& samples) {
   w.u64(samples.size());
   for (const auto& s : samples) {
@@ -99,7 +103,9 @@ std::vector<PackedSample> read_samples(ByteReader& r, const PackIndex& index,
                                        const std::string& path, const char* split) {
   const uint64_t n = r.u64();
   std::vector<PackedSample> out;
-  out.reserve(static_cast<size_t>(std::min<uint64_t>(n, 1u << 24)));
+  // No more than the bytes left can hold (28 per sample): a count of 2^64 in a 20-byte index
+  // reserved 512 MB before the truncation was found (fuzz/pack_index_fuzz.cpp).
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(n, r.remaining() / kSampleBytes)));
   for (uint64_t i = 0; i < n; ++i) {
     PackedSample s;
     s.shard = r.u32();
@@ -108,8 +114,10 @@ std::vector<PackedSample> read_samples(ByteReader& r, const PackIndex& index,
     s.width = r.u32();
     s.height = r.u32();
     s.label = r.u32();
+    // offset + length could wrap around 2^64 and pass: compared without the sum.
     if (s.shard >= index.shards.size() || s.label >= index.classes.size() ||
-        s.offset + s.length > index.shards[s.shard].bytes) {
+        s.offset > index.shards[s.shard].bytes ||
+        s.length > index.shards[s.shard].bytes - s.offset) {
       throw DataError(
           fmt::format("{}: {} sample {} refers to shard {}, bytes [{}, {}) and label {}, "
                       "outside the {} shards / {} classes it lists",
