@@ -125,6 +125,14 @@ KeyColumns key_columns(const std::vector<std::string>& keys,
 std::vector<RunRecord> read_runs(const std::string& db_path, const std::vector<std::string>& keys,
                                  const Selection& selection) {
   const auto columns = table_columns(db_path, "runs");
+  // An SQLite file without a runs table is some other program's: say so, rather than that a
+  // --group-by key is not one of its (no) columns.
+  if (columns.empty()) {
+    throw results::StoreInputError(
+        db_path,
+        "not a batchlab database (it has no runs table); pass the file a sweep writes (the "
+        "[sweep] results key, e.g. results/quickstart.db) or the --db of `batchlab train`");
+  }
   const std::set<std::string> column_set(columns.begin(), columns.end());
   std::string select = "SELECT r.run_id, r.status, r.seed, r.base_lr, r.peak_lr, r.config_toml, " +
                        column_or_null(column_set, "r", "train_s") + ", " +
