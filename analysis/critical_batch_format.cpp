@@ -31,6 +31,18 @@ std::optional<results::Interval> b_crit_interval(const SeriesFit& f) {
   return f.bootstrap->b_crit;
 }
 
+// E_min/S_min's uncertainty as the fit table names it: the 95% interval, else the seed range of
+// per-seed fits, else the fit's standard error.
+std::string b_crit_uncertainty(const SeriesFit& f) {
+  if (f.bootstrap) return interval_text(f.bootstrap->b_crit);
+  if (f.seed_range) {
+    return fmt::format("seed range {}-{}", batch_text(f.seed_range->b_crit.low),
+                       batch_text(f.seed_range->b_crit.high));
+  }
+  if (f.fit && f.fit->b_crit_se) return fmt::format("se {:.0f}", *f.fit->b_crit_se);
+  return "none";
+}
+
 std::string measured_text(const results::CriticalBatches& d) {
   return d.measured_excess ? batch_text(*d.measured_excess)
                            : fmt::format("> {}", batch_text(d.largest_batch));
@@ -45,7 +57,7 @@ results::QueryResult critical_batch_table(const std::vector<SeriesFit>& fits) {
     const auto& d = *f.definitions;
     b.text("series", f.series);
     b.text("E_min/S_min", f.fit->b_crit ? batch_text(*f.fit->b_crit) : "none");
-    b.text("interval", interval_text(b_crit_interval(f)));
+    b.text("interval", b_crit_uncertainty(f));
     b.integer("reference_batch", static_cast<long long>(d.reference_batch));
     b.text("20%_fit", batch_text(d.fit_excess));
     b.text("20%_fit_interval", interval_text(d.fit_excess_interval));

@@ -54,6 +54,7 @@ TargetRungFit rung_fit(const SeriesFit& f) {
   out.s_min = f.fit->s_min;
   out.b_crit = f.fit->b_crit;
   if (f.bootstrap) out.b_crit_interval = f.bootstrap->b_crit;
+  out.b_crit_se = f.fit->b_crit_se;
   if (f.definitions) out.measured_excess = f.definitions->measured_excess;
   return out;
 }
@@ -122,12 +123,13 @@ results::QueryResult target_ladder_table(const std::vector<TargetRung>& rungs) {
       b.number("S_min", f.s_min, "{:.0f}");
       b.number("B_crit", f.b_crit, "{:.0f}");
       b.text("B_crit_interval",
-             f.b_crit_interval
-                 ? fmt::format("95% {:.0f}-{}", f.b_crit_interval->low,
-                               std::isinf(f.b_crit_interval->high)
-                                   ? std::string("inf")
-                                   : fmt::format("{:.0f}", f.b_crit_interval->high))
-                 : std::string(f.b_crit ? "none: fewer than 3 seeds at a batch" : ""));
+             f.b_crit_interval ? fmt::format("95% {:.0f}-{}", f.b_crit_interval->low,
+                                             std::isinf(f.b_crit_interval->high)
+                                                 ? std::string("inf")
+                                                 : fmt::format("{:.0f}", f.b_crit_interval->high))
+             : !f.b_crit ? std::string()
+             : f.b_crit_se ? fmt::format("fewer than 3 seeds at a batch; se {:.0f}", *f.b_crit_se)
+                           : std::string("fewer than 3 seeds at a batch; no se (2 batches)"));
       b.number("20%_measured", f.measured_excess, "{:.0f}");
       b.end_row();
     }
@@ -164,6 +166,7 @@ nlohmann::json target_ladder_json(const std::vector<TargetRung>& rungs) {
                       {"s_min", optional(f.s_min)},
                       {"b_crit", optional(f.b_crit)},
                       {"b_crit_interval", interval},
+                      {"b_crit_se", optional(f.b_crit_se)},
                       {"measured_excess", optional(f.measured_excess)}});
     }
     out.push_back({{"metric", rung.metric}, {"target", rung.target}, {"fits", fits}});

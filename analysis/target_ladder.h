@@ -34,7 +34,8 @@ struct TargetRungFit {
   int batches = 0;  // batch sizes fitted at this rung
   std::optional<double> s_min, b_crit;
   std::optional<results::Interval> b_crit_interval;  // 95% (3 seeds at every batch), else none
-  std::optional<double> measured_excess;             // 20% over linear from the measured steps
+  std::optional<double> b_crit_se;  // the fit's standard error, shown where there is no interval
+  std::optional<double> measured_excess;  // 20% over linear from the measured steps
 };
 
 struct TargetRung {
