@@ -138,7 +138,11 @@ def time_step(make, steps, parameters=None):
     return statistics.median(times)
 
 
-def run_cpp(bench, threads, repetitions):
+CPP_FILTER = ("^BM_(Lars|Lamb|SgdMomentum_LibTorch|AdamW_LibTorch|ScheduleFreeAdamW|Lion|"
+              "Muon)/")
+
+
+def run_cpp(bench, threads, repetitions, only=None):
     """Medians (ms) of batchlab's fused LARS/LAMB and LibTorch C++ SGD/AdamW, from optim_bench's
     JSON file (--benchmark_out; its console output is its own table)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
@@ -146,8 +150,7 @@ def run_cpp(bench, threads, repetitions):
             [bench, f"--threads={threads}", f"--benchmark_repetitions={repetitions}",
              "--benchmark_report_aggregates_only=true", f"--benchmark_out={out.name}",
              "--benchmark_out_format=json",
-             "--benchmark_filter=^BM_(Lars|Lamb|SgdMomentum_LibTorch|AdamW_LibTorch|"
-             "ScheduleFreeAdamW|Lion|Muon)/"],
+             f"--benchmark_filter={f'^BM_{only}/' if only else CPP_FILTER}"],
             check=True, capture_output=True, text=True)
         doc = json.load(open(out.name))
     names = {"BM_Lars": "batchlab LARS (fused)", "BM_Lamb": "batchlab LAMB (fused, clip 1.0)",
@@ -170,13 +173,20 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=15, help="timed Python steps per round")
+    ap.add_argument("--only", choices=["Muon", "ScheduleFreeAdamW", "Lion"],
+                    help="one of the newer optimizers against its reference alone (shorter "
+                         "rounds, so more of them fit between a loaded machine's swings)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     steps = python_steps()
     new_steps = new_optimizer_steps()
+    if args.only:
+        key = {"Muon": "Muon", "ScheduleFreeAdamW": "schedulefree", "Lion": "Lion"}[args.only]
+        steps = {}
+        new_steps = {k: v for k, v in new_steps.items() if key in k}
     samples = {}
     for r in range(args.rounds):
-        for name, ms in run_cpp(args.bench, args.threads, 5).items():
+        for name, ms in run_cpp(args.bench, args.threads, 5, args.only).items():
             samples.setdefault(name, []).append(ms)
         for name, make in steps.items():
             samples.setdefault(name, []).append(time_step(make, args.steps))
