@@ -1,7 +1,7 @@
 // `batchlab serve --db PATH [--port N] [--host ADDR]`: the live dashboard (serve/, docs/serve.md).
-// Checks the database before binding (exit 2 with the fix for a missing, foreign, older, newer or
-// locked file), binds 127.0.0.1 unless --host says otherwise (with a warning), prints the URL, and
-// serves until SIGINT or SIGTERM.
+// Checks the database before binding (exit 2 with the fix for a missing, foreign, older or newer
+// file; exit 1 for a locked one, as report and query say it), binds 127.0.0.1 unless --host says
+// otherwise (with a warning), prints the URL, and serves until SIGINT or SIGTERM.
 #include <fmt/format.h>
 
 #include "cli/app.h"

@@ -12,6 +12,7 @@
 #include "results/errors.h"
 #include "results/query.h"
 #include "results/schema.h"
+#include "results/sqlite_util.h"
 
 namespace batchlab::serve {
 
@@ -44,13 +45,11 @@ std::int64_t check_schema(results::Connection& db) {
           "not an SQLite database; pass the file a sweep writes (the [sweep] results key, "
           "e.g. results/quickstart.db)");
     }
-    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
-      throw results::StoreInputError(
-          path,
-          fmt::format("locked by another process for more than {} s (a writer in "
-                      "rollback-journal mode holds it); wait for it to finish, or let "
-                      "batchlab write the file (it uses WAL mode, which never blocks readers)",
-                      kBusyTimeoutMs / 1000),
+    // A lock is no fault of the input: exit 1 with the lock's holder, as `report` and `query`
+    // say it (results/sqlite_util.h), not exit 2.
+    if (results::is_locked_database(code)) {
+      throw results::StoreError(
+          path, results::locked_database_context(path, "while the dashboard checked its schema"),
           e.sqlite_message());
     }
     throw results::StoreInputError(path, "cannot read the database", e.sqlite_message());
