@@ -164,6 +164,22 @@ json cell_json(const StudyCellSummary& c) {
           {"trials", trials}};
 }
 
+json bootstrap_json(const results::SeedBootstrap& b) {
+  json j = {{"seeds", b.seeds},
+            {"min_batch_seeds", b.min_batch_seeds},
+            {"resamples", b.resamples},
+            {"without_b_crit", b.without_b_crit},
+            {"unbounded", b.unbounded},
+            {"b_crit", interval_json(b.b_crit)},
+            {"s_min", interval_json(b.s_min)},
+            {"e_min", interval_json(b.e_min)},
+            {"band", json::array()}};
+  for (const auto& p : b.band) {
+    j["band"].push_back({p.batch, p.steps.low, p.steps.high});  // S(B) is finite
+  }
+  return j;
+}
+
 json fit_json(const SeriesFit& f) {
   json j = {{"series", f.series},
             {"optimizer", f.optimizer},
@@ -197,20 +213,7 @@ json fit_json(const SeriesFit& f) {
                        {"s_min", interval_json(f.seed_range->s_min)},
                        {"e_min", interval_json(f.seed_range->e_min)}};
   }
-  if (f.bootstrap) {
-    j["bootstrap"] = {{"seeds", f.bootstrap->seeds},
-                      {"min_batch_seeds", f.bootstrap->min_batch_seeds},
-                      {"resamples", f.bootstrap->resamples},
-                      {"without_b_crit", f.bootstrap->without_b_crit},
-                      {"unbounded", f.bootstrap->unbounded},
-                      {"b_crit", interval_json(f.bootstrap->b_crit)},
-                      {"s_min", interval_json(f.bootstrap->s_min)},
-                      {"e_min", interval_json(f.bootstrap->e_min)},
-                      {"band", json::array()}};
-    for (const auto& p : f.bootstrap->band) {
-      j["bootstrap"]["band"].push_back({p.batch, p.steps.low, p.steps.high});  // S(B) is finite
-    }
-  }
+  if (f.bootstrap) j["bootstrap"] = bootstrap_json(*f.bootstrap);
   j["definitions"] = critical_batch_json(f);
   if (f.fit) {
     j["fit"] = {{"points", f.fit->points},
