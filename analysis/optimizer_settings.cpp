@@ -19,15 +19,18 @@ namespace {
 struct Uses {
   bool momentum = false, nesterov = false, betas = false, eps = false, trust_coefficient = false;
   bool trust_ratio = false, lr_in_momentum = false, lamb_only = false;
+  bool muon = false, schedule_free = false;
 };
 
 Uses uses_of(const std::string& name) {
   Uses u;
   const bool sgd = name == "sgd" || name == "nesterov", adam = name == "adam" || name == "adamw";
   const bool lars = name == "lars", lamb = name == "lamb";
-  u.momentum = u.nesterov = sgd || lars;
-  u.betas = adam || lamb;
-  u.eps = adam || lamb || lars;
+  u.muon = name == "muon";
+  u.schedule_free = name == "schedulefree_adamw";
+  u.momentum = u.nesterov = sgd || lars || u.muon;
+  u.betas = adam || lamb || u.muon || u.schedule_free || name == "lion";  // muon: its AdamW group
+  u.eps = adam || lamb || lars || u.muon || u.schedule_free;
   u.trust_coefficient = u.lr_in_momentum = lars;
   u.trust_ratio = lars || lamb;
   u.lamb_only = lamb;
@@ -40,8 +43,12 @@ std::string node_text(const toml::node& node) {
   if (auto s = node.value_exact<std::string>()) return *s;
   if (auto d = node.value<double>()) return fmt::format("{}", *d);
   if (auto b = node.value_exact<bool>()) return *b ? "true" : "false";
+  if (const auto* a = node.as_array()) {
+    std::vector<std::string> items;
+    for (const auto& item : *a) items.push_back(node_text(item));
+    return fmt::format("[{}]", fmt::join(items, ", "));
+  }
   std::ostringstream out;
-  if (const auto* a = node.as_array()) out << *a;
   if (const auto* t = node.as_table()) out << *t;
   return out.str();
 }
@@ -165,23 +172,40 @@ std::string tensors_text(const Config& c, const std::vector<std::string>& exclud
   return out;
 }
 
+// Muon's Newton-Schulz iteration and rate factor (core/config/optim_config.h), as the resolved
+// config writes them.
+void add_muon_knobs(const Config& c, EffectiveSettings& out) {
+  for (const char* key : {"ns_steps", "ns_coefficients", "ns_dtype", "muon_adjust_lr"}) {
+    const std::string path = std::string("optim.") + key;
+    if (const auto* node = c.node(path.c_str())) out.push_back({key, node_text(*node)});
+  }
+}
+
 void add_optimizer_knobs(const Config& c, const Uses& u, const std::string& name,
                          EffectiveSettings& out) {
   const auto exclude = c.has("optim.exclude") ? array_items(c.node("optim.exclude"))
                                               : std::vector<std::string>{"ndim<2"};
-  if (u.momentum) out.push_back({"momentum", number_text(c.number("optim.momentum", 0.9))});
+  if (u.momentum) {
+    out.push_back({"momentum", number_text(c.number("optim.momentum", u.muon ? 0.95 : 0.9))});
+  }
   if (u.nesterov) {
-    out.push_back({"nesterov", flag_text(name == "nesterov" || c.flag("optim.nesterov", false))});
+    out.push_back({"nesterov", flag_text(name == "nesterov" || c.flag("optim.nesterov", u.muon))});
   }
   if (u.betas) {
     const auto betas = array_items(c.node("optim.betas"));
+    const std::string fallback = name == "lion" ? "[0.9, 0.99]" : "[0.9, 0.999]";
     out.push_back(
-        {"betas", betas.empty() ? "[0.9, 0.999]" : fmt::format("[{}]", fmt::join(betas, ", "))});
+        {"betas", betas.empty() ? fallback : fmt::format("[{}]", fmt::join(betas, ", "))});
   }
   if (u.eps) out.push_back({"eps", number_text(c.number("optim.eps", u.lamb_only ? 1e-6 : 1e-8))});
   if (u.lamb_only) {
     out.push_back({"bias_correction", flag_text(c.flag("optim.bias_correction", true))});
     out.push_back({"grad_averaging", flag_text(c.flag("optim.grad_averaging", true))});
+  }
+  if (u.muon) add_muon_knobs(c, out);
+  if (u.schedule_free) {
+    out.push_back({"poly_power", number_text(c.number("optim.poly_power", 0.0))});
+    out.push_back({"weight_lr_power", number_text(c.number("optim.weight_lr_power", 2.0))});
   }
   if (u.trust_coefficient) {
     out.push_back({"trust_coefficient", number_text(c.number("optim.trust_coefficient", 0.001))});
@@ -234,10 +258,14 @@ std::string listed(const std::set<std::string, decltype(&value_less)>& values) {
 
 const std::vector<std::string>& setting_order() {
   static const std::vector<std::string> order = {
-      "optimizer",      "scaling",           "warmup",         "decay",        "grad_clip",
-      "momentum",       "nesterov",          "betas",          "eps",          "bias_correction",
-      "grad_averaging", "trust_coefficient", "trust_clip",     "always_adapt", "trust_ratio_on",
-      "lr_in_momentum", "weight_decay",      "weight_decay_on"};
+      "optimizer",       "scaling",         "warmup",
+      "decay",           "grad_clip",       "momentum",
+      "nesterov",        "betas",           "eps",
+      "bias_correction", "grad_averaging",  "ns_steps",
+      "ns_coefficients", "ns_dtype",        "muon_adjust_lr",
+      "poly_power",      "weight_lr_power", "trust_coefficient",
+      "trust_clip",      "always_adapt",    "trust_ratio_on",
+      "lr_in_momentum",  "weight_decay",    "weight_decay_on"};
   return order;
 }
 

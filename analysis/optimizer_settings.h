@@ -4,14 +4,16 @@
 // applies to, the trust-ratio knobs and the scaling rule of the learning rate.
 //
 // Only the settings the named optimizer uses are listed (core/optim/factory.cpp passes betas to
-// Adam, AdamW and LAMB, momentum to SGD, Nesterov and LARS, the trust coefficient to LARS alone),
+// Adam, AdamW, LAMB, Lion, Schedule-Free AdamW and Muon's AdamW group, momentum to SGD, Nesterov,
+// LARS and Muon, the trust coefficient to LARS alone, the Newton-Schulz knobs to Muon),
 // so a difference shown is one that reaches the arithmetic. The learning rate itself is left out:
 // a study searches it per cell and its report gives each cell's best.
 //
 // A resolved config holds every key (core/config/canonical.h writes them all); a key absent from a
 // config written by another program takes the default the config reader resolves
 // (core/config/optim_config.h, core/config/reader.h): grad_clip 1.0 for LAMB and 0 (off) for the
-// others, eps 1e-6 for LAMB and 1e-8 for the others, exclude ["ndim<2"], no warmup, a constant LR.
+// others, eps 1e-6 for LAMB and 1e-8 for the others, momentum 0.95 and nesterov for Muon, betas
+// (0.9, 0.99) for Lion, exclude ["ndim<2"], no warmup, a constant LR.
 //
 // Parsing uses toml++, which batchlab_analysis links (CMakeLists.txt) and analysis/run_records.cpp
 // already uses for the same column; nothing here includes core/config.

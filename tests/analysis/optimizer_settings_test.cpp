@@ -71,6 +71,26 @@ TEST(OptimizerSettings, LarsAndSgdTypesListMomentumAndNoBetas) {
   EXPECT_EQ(value(adamw, "momentum"), "<absent>");
 }
 
+TEST(OptimizerSettings, MuonSchedulFreeAndLionListTheirOwnKnobs) {
+  const auto muon = settings_of(
+      config("name = \"muon\"\nns_steps = 5\nns_coefficients = [3.4445, -4.775, 2.0315]\n"
+             "ns_dtype = \"bf16\"\nmuon_adjust_lr = \"original\"\n"));
+  EXPECT_EQ(value(muon, "momentum"), "0.95");  // Muon's default when absent
+  EXPECT_EQ(value(muon, "nesterov"), "true");
+  EXPECT_EQ(value(muon, "ns_steps"), "5");
+  EXPECT_EQ(value(muon, "ns_coefficients"), "[3.4445, -4.775, 2.0315]");
+  EXPECT_EQ(value(muon, "muon_adjust_lr"), "original");
+  EXPECT_EQ(value(muon, "betas"), "[0.9, 0.999]");  // its AdamW group
+  const auto lion = settings_of(config("name = \"lion\"\n"));
+  EXPECT_EQ(value(lion, "betas"), "[0.9, 0.99]");
+  EXPECT_EQ(value(lion, "eps"), "<absent>");
+  EXPECT_EQ(value(lion, "momentum"), "<absent>");
+  const auto sf = settings_of(config("name = \"schedulefree_adamw\"\nweight_lr_power = 2.0\n"));
+  EXPECT_EQ(value(sf, "weight_lr_power"), "2");
+  EXPECT_EQ(value(sf, "poly_power"), "0");
+  EXPECT_EQ(value(sf, "eps"), "1e-08");
+}
+
 TEST(OptimizerSettings, WarmupDecayAndExclusionsAreRenderedAsConfigured) {
   EXPECT_EQ(value(settings_of(config("name = \"sgd\"\n", "warmup_epochs = 0.5\n")), "warmup"),
             "0.5 epochs");
