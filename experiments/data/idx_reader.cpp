@@ -178,12 +178,17 @@ torch::Tensor read_idx(const std::string& path) {
   }
   std::vector<int64_t> dims(static_cast<size_t>(ndims));
   int64_t payload = 1;
+  // The product of the dims other than 0 is bounded too: LibTorch refuses a shape whose sizes
+  // overflow even when one of them is 0 (a c10::Error, not a DataError; found by fuzz_idx with
+  // dims [2051, 2, 0, 4294967295, ...]).
+  int64_t nonzero = 1;
   bool too_large = false;
   for (int i = 0; i < ndims; ++i) {
     dims[static_cast<size_t>(i)] = big_endian_u32(dim_bytes.data() + 4 * i);
     const int64_t d = dims[static_cast<size_t>(i)];
     // Overflow-safe running product: dims are uint32, so two of them can exceed int64.
-    if (d != 0 && payload > kMaxIdxBytes / d) too_large = true;
+    if (d != 0 && nonzero > kMaxIdxBytes / d) too_large = true;
+    nonzero = too_large || d == 0 ? nonzero : nonzero * d;
     payload = too_large ? payload : payload * d;
   }
   if (too_large) {

@@ -121,6 +121,16 @@ TEST(IdxReader, AHeaderClaimingMoreThanTheFileCanHoldIsRefusedBeforeAllocating) 
                      "gzip file of"});
 }
 
+// Found by fuzz/idx_fuzz.cpp (fuzz/corpus/idx/crash-zero-dim-with-huge-dims): a 0 among the dims
+// made the size check pass while the others overflowed, and LibTorch threw a c10::Error.
+TEST(IdxReader, HugeDimsBesideAZeroAreAHeaderError) {
+  ScratchDir dir;
+  write_raw(dir.file("zero"), {0x0,  0x0,  0x8,  0x3,  0x0,  0x0,  0x0, 0x0, 0xff, 0xff,
+                               0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0, 0x0, 0x0,  0x7});
+  expect_data_error([&] { read_idx(dir.file("zero")); },
+                    {dir.file("zero"), "declares dims [0, 4294967295, 4294967295, 7]", "limit"});
+}
+
 TEST(IdxReader, TruncatedGzipStreamIsReportedAsTruncated) {
   ScratchDir dir;
   write_gz(dir.file("full.gz"), idx_bytes({64, 16, 16}, pattern(64 * 16 * 16)));
