@@ -3,6 +3,9 @@
 // interval excludes 1 (analysis/study_compare.h).
 #include <fmt/format.h>
 
+#include <stdexcept>
+
+#include "analysis/budget_report.h"
 #include "analysis/study_compare.h"
 #include "cli/app.h"
 #include "cli/args.h"
@@ -38,6 +41,17 @@ int cmd_compare(const std::vector<std::string>& argv) {
     throw UsageError(
         fmt::format("--format {}: not a format; use table, csv, json or markdown\nusage: {}",
                     format_name, kCompareUsage));
+  }
+  if (analysis::has_budget_search(*db)) {
+    try {
+      const auto report = analysis::build_budget_report(*db);
+      const auto comparison =
+          analysis::compare_budget_series(report, args.positionals()[0], args.positionals()[1]);
+      fmt::print("{}", analysis::format_budget_comparison(comparison, *format));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("{}\nusage: {}", e.what(), kCompareUsage));
+    }
+    return kExitOk;
   }
   const auto comparison = analysis::compare_study_series(
       *db, args.positionals()[0], args.positionals()[1], args.value("sweep"));

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <list>
 
+#include "analysis/budget_report.h"
 #include "analysis/study_report.h"
 #include "cli/app.h"
 #include "cli/args.h"
@@ -27,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // study: one study database; studies: one panel per study database (--db A.db,B.db).
-enum class FigureKind { sweep, one_run, study, studies };
+enum class FigureKind { sweep, one_run, study, studies, budget };
 
 struct Figure {
   const char* name;
@@ -53,6 +54,9 @@ const std::vector<Figure>& figures() {
        "study: steps to target vs batch, log-log, with the S(B) fit and the B_simple prediction"},
       {"lr-sensitivity", "lr_sensitivity.py", FigureKind::study,
        "study: steps to target vs LR, one line per batch size, per optimizer"},
+      {"final-vs-batch", "final_vs_batch.py", FigureKind::budget,
+       "fixed-budget search: final test loss and accuracy vs batch per series, seeds and 95% "
+       "intervals"},
       {"b-crit-vs-target", "b_crit_vs_target.py", FigureKind::study,
        "study: B_crit (95% over seeds) and the 20% batch against the depth of the target, from "
        "the same trials' evaluations"},
@@ -124,7 +128,8 @@ void check_paths(const std::vector<std::string>& dbs, const std::string& out) {
 // Options that do not apply to the figure are refused rather than ignored.
 void check_options(const Figure& figure, const Args& args) {
   const std::string name = figure.name;
-  const bool study = figure.kind == FigureKind::study || figure.kind == FigureKind::studies;
+  const bool study = figure.kind == FigureKind::study || figure.kind == FigureKind::studies ||
+                     figure.kind == FigureKind::budget;
   if (args.value("titles") && figure.kind != FigureKind::studies) {
     throw UsageError(
         fmt::format("--titles: figure {} has one panel; --titles names the panels "
@@ -171,14 +176,25 @@ void check_titles(const Args& args, const std::vector<std::string>& dbs) {
 // The study report as JSON in a temporary file, removed with the object.
 struct StudyJson {
   fs::path path;
-  StudyJson(const std::string& db, const std::string& figure, size_t index) {
+  StudyJson(const std::string& db, const std::string& figure, size_t index, bool budget) {
+    path = fs::temp_directory_path() / fmt::format("batchlab-plot-{}-{}.json", ::getpid(), index);
+    if (budget) {
+      if (!analysis::has_budget_search(db)) {
+        throw UsageError(fmt::format(
+            "--figure {}: {} holds no fixed-budget search (no budget_cells rows); run a sweep with "
+            "a [search] section (docs/sweeps.md)",
+            figure, db));
+      }
+      std::ofstream(path) << analysis::format_budget_report(analysis::build_budget_report(db),
+                                                            results::QueryFormat::kJson);
+      return;
+    }
     if (!analysis::has_study(db)) {
       throw UsageError(fmt::format(
           "--figure {}: {} holds no scaling study (no study_cells rows); run a sweep with a "
           "[study] section (docs/sweeps.md)",
           figure, db));
     }
-    path = fs::temp_directory_path() / fmt::format("batchlab-plot-{}-{}.json", ::getpid(), index);
     std::ofstream(path) << analysis::format_study_report(analysis::build_study_report(db, {}),
                                                          results::QueryFormat::kJson);
   }
@@ -274,10 +290,13 @@ int cmd_plot(const std::vector<std::string>& argv) {
   auto command = script_command(figure, args, db, out);
   // The study reports, one per panel; a std::list keeps each file's owner in place.
   std::list<StudyJson> reports;
-  if (figure.kind == FigureKind::study || figure.kind == FigureKind::studies) {
+  if (figure.kind == FigureKind::study || figure.kind == FigureKind::studies ||
+      figure.kind == FigureKind::budget) {
     std::vector<std::string> paths;
-    for (const auto& d : dbs)
-      paths.push_back(reports.emplace_back(d, figure.name, paths.size()).path);
+    for (const auto& d : dbs) {
+      const bool budget = figure.kind == FigureKind::budget;
+      paths.push_back(reports.emplace_back(d, figure.name, paths.size(), budget).path);
+    }
     command.insert(command.end(), {"--report", fmt::format("{}", fmt::join(paths, ","))});
   }
   const int code = run_script(std::move(command));

@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "analysis/budget_report.h"
 #include "analysis/report.h"
 #include "analysis/steps_table.h"
 #include "analysis/study_report.h"
@@ -130,6 +131,11 @@ int cmd_report(const std::vector<std::string>& argv) {
   const auto format = format_of(args);
   const auto options = run_report_options(args);
   analysis::check_selection_metric(options.select_by);
+  if (!args.flag("runs") && analysis::has_budget_search(*db)) {
+    check_study_arguments(args);
+    fmt::print("{}", analysis::format_budget_report(analysis::build_budget_report(*db), format));
+    return kExitOk;
+  }
   if (!args.flag("runs") && analysis::has_study(*db)) {
     check_study_arguments(args);
     const auto study = analysis::build_study_report(*db, {});

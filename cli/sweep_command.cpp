@@ -91,6 +91,13 @@ int cmd_sweep_submit(const std::vector<std::string>& argv) {
   for (const auto& job : ctx.plan.jobs) threads = std::max(threads, job.threads);
   if (settings.jobs.cpus_per_task == 0) settings.jobs.cpus_per_task = static_cast<int>(threads);
   if (ctx.spec.study) return submit_study_slurm(ctx, spec_path, settings, dry_run);
+  if (ctx.spec.search) {
+    throw UsageError(fmt::format(
+        "{}: a fixed-budget search ([search]) runs its coordinator locally: `batchlab sweep run "
+        "{}` (its trials climb rung by rung from checkpoints, which a Slurm submission does not "
+        "yet do)",
+        spec_path, spec_path));
+  }
   if (!study_flags.empty()) {
     throw UsageError(fmt::format("{}: only for a study ([study]); {} is a plain sweep\nusage: {}",
                                  study_flags.front(), spec_path, args.usage()));

@@ -80,7 +80,8 @@ SweepContext load_sweep(const std::string& spec_path, bool keep_config_toml) {
   ctx.spec = sweeps::load_sweep_spec(spec_path);
   auto options = cli_plan_options();
   // A study builds its trials from its cells' configs.
-  options.keep_config_toml = keep_config_toml || ctx.spec.study.has_value();
+  options.keep_config_toml =
+      keep_config_toml || ctx.spec.study.has_value() || ctx.spec.search.has_value();
   ctx.plan = sweeps::expand(ctx.spec, options);
   ctx.layout = sweeps::RunLayout(ctx.spec.runs_dir);
   return ctx;

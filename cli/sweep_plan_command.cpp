@@ -13,6 +13,7 @@
 
 #include "cli/app.h"
 #include "cli/args.h"
+#include "cli/sweep_budget.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_study.h"
@@ -76,6 +77,7 @@ int cmd_sweep_plan(const std::vector<std::string>& argv) {
   }
   const auto ctx = load_sweep(args.positional("SWEEP.toml"), /*keep_config_toml=*/false);
   if (ctx.spec.study) return print_study_plan(ctx, format);
+  if (ctx.spec.search) return print_budget_plan(ctx, format);
   const auto& plan = ctx.plan;
   const auto recorded = recorded_statuses(ctx.spec.results, plan.sweep_name);
   const auto stale = stale_runs(plan, recorded);

@@ -10,6 +10,7 @@
 
 #include "cli/app.h"
 #include "cli/args.h"
+#include "cli/sweep_budget.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_report.h"
@@ -132,6 +133,7 @@ int cmd_sweep_run(const std::vector<std::string>& argv) {
       choose_workers(asked_workers, ctx.plan, options.devices.size(), hardware_cores());
   options.workers = workers.workers;
   if (ctx.spec.study) return run_study(ctx, options, workers);
+  if (ctx.spec.search) return run_budget_search(ctx, options, workers);
   const auto lock = coordinator_lock(ctx, "run");
   sweeps::SweepRecords records(ctx.spec, ctx.layout);
   records.register_plan(ctx.spec, ctx.plan);

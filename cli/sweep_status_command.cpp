@@ -9,6 +9,7 @@
 
 #include "cli/app.h"
 #include "cli/args.h"
+#include "cli/sweep_budget.h"
 #include "cli/sweep_commands.h"
 #include "cli/sweep_context.h"
 #include "cli/sweep_report.h"
@@ -45,6 +46,7 @@ int cmd_sweep_status(const std::vector<std::string>& argv) {
   Args args(argv, {}, "batchlab sweep status SWEEP.toml");
   const auto ctx = load_sweep(args.positional("SWEEP.toml"), /*keep_config_toml=*/false);
   if (ctx.spec.study) return print_study_status(ctx);
+  if (ctx.spec.search) return print_budget_status(ctx);
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool have_runs = fs::exists(ctx.layout.root(), ec);

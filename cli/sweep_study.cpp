@@ -266,23 +266,26 @@ study::StudyPlan checked_study_plan(const SweepContext& ctx) {
 
 std::atomic<int>& study_stop_requests() { return g_study_stop; }
 
+StudyStopSignals::StudyStopSignals() {
+  g_study_stop.store(0);
+  previous_int_ = std::signal(SIGINT, on_study_stop_signal);
+  previous_term_ = std::signal(SIGTERM, on_study_stop_signal);
+}
+
+StudyStopSignals::~StudyStopSignals() {
+  std::signal(SIGINT, previous_int_);
+  std::signal(SIGTERM, previous_term_);
+}
+
 int run_study_engine(const SweepContext& ctx, const study::StudyPlan& plan,
                      sweeps::SweepRecords& records, study::TrialSource& source,
                      StudyPrinter& printer) {
   study::StudyEngine engine(plan, records.store(), records.sweep_id(), source, printer);
-  g_study_stop.store(0);
-  auto previous_int = std::signal(SIGINT, on_study_stop_signal);
-  auto previous_term = std::signal(SIGTERM, on_study_stop_signal);
   study::StudySummary summary;
-  try {
+  {
+    StudyStopSignals signals;
     summary = engine.run();
-  } catch (...) {
-    std::signal(SIGINT, previous_int);
-    std::signal(SIGTERM, previous_term);
-    throw;
   }
-  std::signal(SIGINT, previous_int);
-  std::signal(SIGTERM, previous_term);
   print_summary(ctx, summary);
   return summary.stopped || summary.unfinished > 0 ? kExitFailed : kExitOk;
 }

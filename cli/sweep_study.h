@@ -33,6 +33,20 @@ std::set<std::string> cells_beyond_ladder(const sweeps::study::StudyPlan& plan,
 // The counter SIGINT and SIGTERM raise while run_study_engine runs (a trial source watches it).
 std::atomic<int>& study_stop_requests();
 
+// While it lives, SIGINT and SIGTERM raise study_stop_requests() (reset to 0 on construction);
+// the previous handlers come back when it goes, however the coordinator ends.
+class StudyStopSignals {
+ public:
+  StudyStopSignals();
+  ~StudyStopSignals();
+  StudyStopSignals(const StudyStopSignals&) = delete;
+  StudyStopSignals& operator=(const StudyStopSignals&) = delete;
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
+
 // Runs the study engine over `source` until the study ends or a signal stops it, then prints the
 // summary. The exit code: failed when stopped early or a trial failed.
 int run_study_engine(const SweepContext& ctx, const sweeps::study::StudyPlan& plan,

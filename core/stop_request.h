@@ -21,6 +21,9 @@ namespace batchlab {
 namespace stop_reason {
 inline constexpr std::string_view kStoppedByRace = "stopped_by_race";
 inline constexpr std::string_view kPruned = "pruned";
+// A fixed-budget search's rung (sweeps/study/budget_engine.h): the run keeps its weights in a
+// checkpoint and is started again, from there, if its point goes on to the next rung.
+inline constexpr std::string_view kRung = "rung";
 }  // namespace stop_reason
 
 struct StopRequest {

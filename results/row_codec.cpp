@@ -433,4 +433,83 @@ StudyTrialRow RowCodec<StudyTrialRow>::read(const Statement& stmt, const std::st
   return row;
 }
 
+const char* const RowCodec<BudgetCellRow>::table = "budget_cells";
+const char* const RowCodec<BudgetCellRow>::order_by = "optimizer, series, global_batch, seed";
+
+const std::vector<std::string>& RowCodec<BudgetCellRow>::columns() {
+  static const std::vector<std::string> cols = {
+      "cell_id",    "sweep_id",        "optimizer",    "global_batch",    "seed",
+      "cell_toml",  "series",          "budget_steps", "epochs",          "rung_steps",
+      "eta",        "points",          "knobs",        "status",          "best_run_id",
+      "best_point", "first_seed_cell", "trials",       "samples_trained", "updated_at"};
+  return cols;
+}
+
+void RowCodec<BudgetCellRow>::bind(Statement& stmt, const BudgetCellRow& row) {
+  Binder bind_next(stmt);
+  bind_next(row.cell_id)(row.sweep_id)(row.optimizer)(row.global_batch)(row.seed)(row.cell_toml)(
+      row.series)(row.budget_steps)(row.epochs)(row.rung_steps)(row.eta)(row.points)(row.knobs)(
+      row.status)(row.best_run_id)(row.best_point)(row.first_seed_cell)(row.trials)(
+      row.samples_trained)(row.updated_at);
+}
+
+BudgetCellRow RowCodec<BudgetCellRow>::read(const Statement& stmt, const std::string& /*db_path*/) {
+  Reader r(stmt);
+  BudgetCellRow row;
+  row.cell_id = r.text();
+  row.sweep_id = r.text();
+  row.optimizer = r.text();
+  row.global_batch = r.int64();
+  row.seed = r.int64();
+  row.cell_toml = r.text();
+  row.series = r.text();
+  row.budget_steps = r.int64();
+  row.epochs = r.opt_double();
+  row.rung_steps = r.text();
+  row.eta = r.int64();
+  row.points = r.int64();
+  row.knobs = r.text();
+  row.status = r.text();
+  row.best_run_id = r.opt_text();
+  row.best_point = r.opt_text();
+  row.first_seed_cell = r.opt_text();
+  row.trials = r.int64();
+  row.samples_trained = r.int64();
+  row.updated_at = r.opt_text();
+  return row;
+}
+
+const char* const RowCodec<BudgetTrialRow>::table = "budget_trials";
+const char* const RowCodec<BudgetTrialRow>::order_by = "cell_id, point_index";
+
+const std::vector<std::string>& RowCodec<BudgetTrialRow>::columns() {
+  static const std::vector<std::string> cols = {
+      "run_id",  "cell_id",   "point_index", "point",           "rung",
+      "outcome", "last_step", "metric",      "samples_trained", "decided_at"};
+  return cols;
+}
+
+void RowCodec<BudgetTrialRow>::bind(Statement& stmt, const BudgetTrialRow& row) {
+  Binder bind_next(stmt);
+  bind_next(row.run_id)(row.cell_id)(row.point_index)(row.point)(row.rung)(row.outcome)(
+      row.last_step)(row.metric)(row.samples_trained)(row.decided_at);
+}
+
+BudgetTrialRow RowCodec<BudgetTrialRow>::read(const Statement& stmt,
+                                              const std::string& /*db_path*/) {
+  Reader r(stmt);
+  BudgetTrialRow row;
+  row.run_id = r.text();
+  row.cell_id = r.text();
+  row.point_index = r.int64();
+  row.point = r.text();
+  row.rung = r.int64();
+  row.outcome = r.text();
+  row.last_step = r.opt_int64();
+  row.metric = r.opt_double();
+  row.samples_trained = r.opt_int64();
+  row.decided_at = r.opt_text();
+  return row;
+}
+
 }  // namespace batchlab::results

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +38,18 @@ bool is_known_trial_outcome(std::string_view outcome) {
     if (outcome == known) return true;
   }
   return false;
+}
+
+bool is_known_budget_status(std::string_view status) {
+  return status == budget_status::kSearching || status == budget_status::kDone ||
+         status == budget_status::kFailed;
+}
+
+bool is_known_budget_outcome(std::string_view outcome) {
+  static constexpr std::array<std::string_view, 4> kAll = {
+      budget_outcome::kRunning, budget_outcome::kHalted, budget_outcome::kFinished,
+      budget_outcome::kDiverged};
+  return std::find(kAll.begin(), kAll.end(), outcome) != kAll.end();
 }
 
 std::string utc_now() {

@@ -218,4 +218,65 @@ struct StudyTrialRow {
   std::optional<std::string> decided_at;  // filled with utc_now() on write when absent
 };
 
+// ---- fixed-budget searches ([search], sweeps/study/budget_plan.h): every point of a cell trains
+// the same schedule; successive halving compares them at the same step (rung) on a held-out metric.
+
+// budget_cells.status
+namespace budget_status {
+inline constexpr std::string_view kSearching = "searching";
+inline constexpr std::string_view kDone = "done";      // the best point ran the whole budget
+inline constexpr std::string_view kFailed = "failed";  // no point kept a finite metric
+}  // namespace budget_status
+
+// budget_trials.outcome
+namespace budget_outcome {
+inline constexpr std::string_view kRunning = "running";    // in the search, or waiting for its rung
+inline constexpr std::string_view kHalted = "halted";      // not promoted past its last rung
+inline constexpr std::string_view kFinished = "finished";  // trained the whole budget
+inline constexpr std::string_view kDiverged = "diverged";
+}  // namespace budget_outcome
+
+bool is_known_budget_status(std::string_view status);
+bool is_known_budget_outcome(std::string_view outcome);
+
+// One cell of a fixed-budget search: a grid point without the searched keys (seed included). The
+// first seed's cell searches; a later seed's cell runs the first seed's best point once.
+struct BudgetCellRow {
+  std::string cell_id;
+  std::string sweep_id;
+  std::string optimizer;
+  std::int64_t global_batch = 0;
+  std::int64_t seed = 0;
+  std::string cell_toml;  // the axis values that define it
+  std::string series;     // its line: the coordinates without the batch and the seed
+  std::int64_t budget_steps = 0;
+  std::optional<double> epochs;  // the budget in epochs, when the schedule gives it so
+  std::string rung_steps;        // "25,50,100,200": where the search compares its points
+  std::int64_t eta = 2;
+  std::int64_t points = 0;  // points searched (1 for a later seed's rerun)
+  std::string knobs;        // one line per searched key: `key = [v1, v2, ...]` in the order tried
+  std::string status{budget_status::kSearching};
+  std::optional<std::string> best_run_id;
+  std::optional<std::string> best_point;       // one line per searched key: `key = value`
+  std::optional<std::string> first_seed_cell;  // a later seed's cell: whose best point it reruns
+  std::int64_t trials = 0;                     // started so far
+  std::int64_t samples_trained = 0;            // by all of them
+  std::optional<std::string> updated_at;       // filled with utc_now() on write when absent
+};
+
+// One point of a cell: a run that may train in several stretches (rung by rung, resumed from its
+// checkpoint), so its row is rewritten as it climbs.
+struct BudgetTrialRow {
+  std::string run_id;
+  std::string cell_id;
+  std::int64_t point_index = 0;
+  std::string point;      // `key = value` lines
+  std::int64_t rung = 0;  // the highest rung it trained to (or is training to)
+  std::string outcome{budget_outcome::kRunning};
+  std::optional<std::int64_t> last_step;
+  std::optional<double> metric;  // the search metric at its last rung
+  std::optional<std::int64_t> samples_trained;
+  std::optional<std::string> decided_at;
+};
+
 }  // namespace batchlab::results

@@ -205,9 +205,51 @@ const char* const kVersion7 = R"sql(
 ALTER TABLE runs ADD COLUMN chance_acc REAL;
 )sql";
 
+// Fixed-budget searches ([search], issue 43): each cell's successive-halving search and its points,
+// so a report computes every line's budget, best point and edges from rows alone.
+const char* const kVersion8 = R"sql(
+CREATE TABLE budget_cells(
+  cell_id         TEXT NOT NULL PRIMARY KEY,
+  sweep_id        TEXT NOT NULL,
+  optimizer       TEXT NOT NULL,
+  global_batch    INTEGER NOT NULL,
+  seed            INTEGER NOT NULL,
+  cell_toml       TEXT NOT NULL,
+  series          TEXT NOT NULL,
+  budget_steps    INTEGER NOT NULL,
+  epochs          REAL,
+  rung_steps      TEXT NOT NULL,
+  eta             INTEGER NOT NULL,
+  points          INTEGER NOT NULL,
+  knobs           TEXT NOT NULL,
+  status          TEXT NOT NULL,
+  best_run_id     TEXT,
+  best_point      TEXT,
+  first_seed_cell TEXT,
+  trials          INTEGER NOT NULL,
+  samples_trained INTEGER NOT NULL,
+  updated_at      TEXT
+);
+CREATE INDEX budget_cells_by_sweep ON budget_cells(sweep_id, optimizer, global_batch);
+
+CREATE TABLE budget_trials(
+  run_id          TEXT NOT NULL PRIMARY KEY,
+  cell_id         TEXT NOT NULL REFERENCES budget_cells(cell_id),
+  point_index     INTEGER NOT NULL,
+  point           TEXT NOT NULL,
+  rung            INTEGER NOT NULL,
+  outcome         TEXT NOT NULL,
+  last_step       INTEGER,
+  metric          REAL,
+  samples_trained INTEGER,
+  decided_at      TEXT
+);
+CREATE INDEX budget_trials_by_cell ON budget_trials(cell_id, point_index);
+)sql";
+
 const std::vector<std::string>& migrations() {
   static const std::vector<std::string> scripts = {kVersion1, kVersion2, kVersion3, kVersion4,
-                                                   kVersion5, kVersion6, kVersion7};
+                                                   kVersion5, kVersion6, kVersion7, kVersion8};
   return scripts;
 }
 

@@ -508,6 +508,61 @@ std::vector<StudyTrialRow> Store::read_study_trials(const std::optional<std::str
       sweep_id);
 }
 
+void Store::write_budget_cells(const std::vector<BudgetCellRow>& cells) {
+  std::vector<BudgetCellRow> rows = cells;
+  for (auto& row : rows) {
+    if (!is_known_budget_status(row.status)) {
+      throw StoreError(path(), fmt::format("budget cell {}: unknown status `{}` (known: searching, "
+                                           "done, failed)",
+                                           row.cell_id, row.status));
+    }
+    if (!row.updated_at) row.updated_at = utc_now();
+  }
+  try {
+    impl_->upsert_all(rows, "cell_id");
+  } catch (const StoreError& e) {
+    throw StoreError(path(), "cannot write budget cells", e.sqlite_message());
+  }
+}
+
+void Store::write_budget_trials(const std::vector<BudgetTrialRow>& trials) {
+  std::vector<BudgetTrialRow> rows = trials;
+  for (auto& row : rows) {
+    if (!is_known_budget_outcome(row.outcome)) {
+      throw StoreError(path(), fmt::format("budget trial {}: unknown outcome `{}` (known: running, "
+                                           "halted, finished, diverged)",
+                                           row.run_id, row.outcome));
+    }
+    if (!row.decided_at) row.decided_at = utc_now();
+  }
+  try {
+    impl_->upsert_all(rows, "run_id");
+  } catch (const StoreError& e) {
+    throw StoreError(path(), "cannot write budget trials", e.sqlite_message());
+  }
+}
+
+std::vector<BudgetCellRow> Store::read_budget_cells(const std::optional<std::string>& sweep_id) {
+  using Codec = RowCodec<BudgetCellRow>;
+  const std::string cols = join_columns(Codec::columns());
+  return impl_->select_all<BudgetCellRow>(
+      sweep_id ? fmt::format("SELECT {} FROM budget_cells WHERE sweep_id = ?1 ORDER BY {}", cols,
+                             Codec::order_by)
+               : fmt::format("SELECT {} FROM budget_cells ORDER BY {}", cols, Codec::order_by),
+      sweep_id);
+}
+
+std::vector<BudgetTrialRow> Store::read_budget_trials(const std::optional<std::string>& sweep_id) {
+  const std::string cols = qualified_columns<BudgetTrialRow>("t");
+  const std::string from = "budget_trials t JOIN budget_cells c ON c.cell_id = t.cell_id";
+  return impl_->select_all<BudgetTrialRow>(
+      sweep_id ? fmt::format("SELECT {} FROM {} WHERE c.sweep_id = ?1 ORDER BY t.cell_id, "
+                             "t.point_index",
+                             cols, from)
+               : fmt::format("SELECT {} FROM {} ORDER BY t.cell_id, t.point_index", cols, from),
+      sweep_id);
+}
+
 std::vector<StepRow> Store::read_steps(const std::string& run_id) {
   return impl_->read_rows<StepRow>(run_id);
 }

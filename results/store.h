@@ -135,6 +135,17 @@ class Store {
   std::vector<StudyTrialRow> read_study_trials(
       const std::optional<std::string>& sweep_id = std::nullopt);
 
+  // ---- fixed-budget searches, likewise: upserts keyed by cell_id / run_id (throws StoreError for
+  // an unknown status or outcome, or a trial without its cell).
+  void write_budget_cells(const std::vector<BudgetCellRow>& cells);
+  void write_budget_trials(const std::vector<BudgetTrialRow>& trials);
+  // All cells, or those of one sweep, ordered by optimizer, series, batch, seed.
+  std::vector<BudgetCellRow> read_budget_cells(
+      const std::optional<std::string>& sweep_id = std::nullopt);
+  // All trials, or those of one sweep's cells, ordered by cell and point.
+  std::vector<BudgetTrialRow> read_budget_trials(
+      const std::optional<std::string>& sweep_id = std::nullopt);
+
   // ---- readers (a run's rows in step order, non-finite values restored)
 
   std::vector<StepRow> read_steps(const std::string& run_id);

@@ -21,6 +21,10 @@
 //             budget_stop = true
 //             a learning-rate search per cell (the grid without the LR), raced to the target
 //             (StudySpec below; docs/sweeps.md "Studies")
+//   [search]  metric = "val_loss"; eta = 2; rungs = 4; lr_points = 4; lr_factor = 2; points
+//             [search.knobs] "schedule.warmup_fraction" = [0.02, 0.1]
+//             [search.when."optim.name=lars"] "optim.trust_coefficient" = [0.001, 0.01]
+//             a fixed-budget search per cell by successive halving (BudgetSearchSpec below)
 //
 // Keys may be quoted ("optim.name") or written as dotted/nested tables (optim.name, [grid.optim]).
 #pragma once
@@ -146,6 +150,34 @@ struct StudySpec {
   Location target_where;             // its target (messages about the target name this position)
 };
 
+// One searched knob of a [search] section: the values a line tries for `key`. [search.knobs]
+// holds the knobs of every line, [search.when."optim.name=lars"] those of the lines that match.
+struct SearchKnob {
+  std::string key;                // "schedule.warmup_fraction"
+  std::vector<SpecValue> values;  // in the order written: the edges are its first and last
+  std::string condition;          // as written ("" for [search.knobs])
+  std::vector<Match> conditions;  // all must hold; empty: every line
+  Location where;
+};
+
+// [search]: a fixed-budget search per cell (sweeps/study/budget_plan.h; docs/sweeps.md
+// "Fixed-budget searches"). Every trial trains the job's own schedule (the same epochs at every
+// batch); the points of a cell are the product of the learning rates and the line's knobs, and
+// successive halving compares them at the same step.
+struct BudgetSearchSpec {
+  std::string metric = "val_loss";  // the held-out metric that selects (val_loss | val_acc)
+  int64_t eta = 2;                  // rung k keeps the best ceil(n / eta) for rung k + 1
+  int64_t rungs = 4;                // rung k trains budget / eta^(rungs - 1 - k) steps
+  int64_t lr_points = 4;            // base_lr x lr_factor^k, k from -(lr_points - 1) / 2
+  double lr_factor = 2.0;
+  std::optional<int64_t> points;  // each line's product cut to this many (a fixed subset)
+  // The budget in samples, the same at every batch (steps = ceil(budget_samples / batch)), for a
+  // data set whose size only loading tells; unset: the job's own schedule (epochs or steps).
+  std::optional<int64_t> budget_samples;
+  std::vector<SearchKnob> knobs;
+  Location where;
+};
+
 struct SpecStorage;  // the parsed document (spec_reader.h)
 
 struct SweepSpec {
@@ -162,6 +194,7 @@ struct SweepSpec {
   std::vector<Exclude> excludes;
   std::vector<When> whens;  // file order: a later clause wins where two set the same key
   std::optional<StudySpec> study;
+  std::optional<BudgetSearchSpec> search;      // [search]: a fixed-budget search (not with [study])
   std::shared_ptr<const SpecStorage> storage;  // owns every SpecValue::node
 
   // Every swept key ("train.seed" for the seeds), in dimension order.

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kTopKeys = {"exclude", "grid",  "schema_version", "set",
+const std::vector<std::string> kTopKeys = {"exclude", "grid",  "schema_version", "search", "set",
                                            "study",   "sweep", "when",           "zip"};
 const std::vector<std::string> kSweepKeys = {"experiment", "name", "results", "runs_dir", "seeds"};
 
@@ -49,7 +49,7 @@ SweepSpec SpecReader::read() {
       error(location_of(key), name, "",
             close ? fmt::format("unknown section, did you mean {}?", *close)
                   : "unknown section; a sweep spec has schema_version, [sweep], [set], [grid], "
-                    "[[zip]], [[exclude]], [when.\"key=value\"] and [study]");
+                    "[[zip]], [[exclude]], [when.\"key=value\"], [study] and [search]");
     }
   }
   read_schema_version(doc);
@@ -64,6 +64,7 @@ SweepSpec SpecReader::read() {
   read_excludes(doc, spec);
   read_whens(doc, spec);
   read_study(doc, spec);
+  read_budget_search(doc, spec);
   return spec;
 }
 

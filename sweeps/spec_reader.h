@@ -72,6 +72,15 @@ class SpecReader {
   void read_study_target(const toml::node& node, StudySpec& study);
   void read_study_search_keys(const toml::table& table, StudySpec& study);
   void check_study_owned_keys(const SweepSpec& spec);
+  // [search] (sweeps/study/budget_reader.cpp), read after [study]: only one of the two may be
+  // given.
+  void read_budget_search(const toml::table& doc, SweepSpec& spec);
+  void read_budget_search_numbers(const toml::table& table, BudgetSearchSpec& search);
+  void read_search_condition(const std::string& condition, Location where, const toml::node& knobs,
+                             const SweepSpec& spec, BudgetSearchSpec& search);
+  void read_search_knobs(const toml::node& node, const std::string& condition,
+                         const std::vector<Match>& conditions, BudgetSearchSpec& search);
+  void check_search_owned_keys(const SweepSpec& spec);
 
   std::string source_;
   std::shared_ptr<SpecStorage> storage_;

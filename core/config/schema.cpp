@@ -308,6 +308,7 @@ Table<TrainConfig> train_table() {
       field("divergence", &TrainConfig::divergence, zero_or_greater_than(1)),
       field("eval_every", &TrainConfig::eval_every, greater_than(0)),
       field("evals_per_octave", &TrainConfig::evals_per_octave, at_least(0)),
+      field_omitted_at_default("eval_every_steps", &TrainConfig::eval_every_steps, at_least(0)),
       field("full_eval", &TrainConfig::full_eval, one_of(full_eval_names())),
       field("layer_stats_every", &TrainConfig::layer_stats_every, at_least(0)),
       field("log_every", &TrainConfig::log_every, at_least(1)),

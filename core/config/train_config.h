@@ -25,6 +25,10 @@ struct TrainConfig {
   // ignored): the distinct values of ceil(2^(k / evals_per_octave)), k = 0, 1, 2, ..., up to the
   // run's total steps, plus the final step. 0 = off.
   int64_t evals_per_octave = 0;
+  // When > 0 (and evals_per_octave is 0): an evaluation every this many steps instead of
+  // eval_every, for a caller that needs evaluations at given steps before the data's size is known
+  // (a fixed-budget search's rungs, sweeps/study/budget_plan.h). 0 = off.
+  int64_t eval_every_steps = 0;
   // "always": the fixed training sample and the test split are measured at every evaluation;
   // "final": only at the last one (the validation split, when there is one, is measured at every
   // evaluation either way). Studies use "final".

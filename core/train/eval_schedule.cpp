@@ -19,8 +19,11 @@ std::vector<int64_t> log_spaced_steps(int64_t per_octave, int64_t max_step) {
 
 EvalSchedule::EvalSchedule(const config::TrainConfig& train, int64_t steps_per_epoch)
     : per_octave_(train.evals_per_octave),
-      every_steps_(std::max<int64_t>(
-          1, std::llround(train.eval_every * static_cast<double>(steps_per_epoch)))) {}
+      every_steps_(train.eval_every_steps > 0
+                       ? train.eval_every_steps
+                       : std::max<int64_t>(1, std::llround(train.eval_every *
+                                                           static_cast<double>(steps_per_epoch)))) {
+}
 
 bool EvalSchedule::due(int64_t updates_done) {
   if (per_octave_ <= 0) return updates_done % every_steps_ == 0;

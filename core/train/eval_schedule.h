@@ -1,9 +1,9 @@
-// When the trainer evaluates: every `train.eval_every` epochs, or, with train.evals_per_octave = n
-// > 0, on a log-spaced grid of update counts (contract C1): the distinct values of
-// ceil(2^(k / n)), k = 0, 1, 2, ..., i.e. 1, 2, 3, 4, 6, 8, 11, 16, ... for n = 2. Log spacing
-// gives a steps-to-target curve the same resolution at every scale (studies interpolate the
-// crossing in log-step). The run's final step is evaluated on top of either schedule (the
-// trainer's final evaluation), so the grid needs no end.
+// When the trainer evaluates: every `train.eval_every` epochs (or `train.eval_every_steps` steps),
+// or, with train.evals_per_octave = n > 0, on a log-spaced grid of update counts (contract C1): the
+// distinct values of ceil(2^(k / n)), k = 0, 1, 2, ..., i.e. 1, 2, 3, 4, 6, 8, 11, 16, ... for n
+// = 2. Log spacing gives a steps-to-target curve the same resolution at every scale (studies
+// interpolate the crossing in log-step). The run's final step is evaluated on top of either
+// schedule (the trainer's final evaluation), so the grid needs no end.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ class EvalSchedule {
 
  private:
   int64_t per_octave_ = 0;
-  int64_t every_steps_ = 1;    // eval_every in steps, when per_octave_ is 0
+  int64_t every_steps_ = 1;    // eval_every (or eval_every_steps) in steps, when per_octave_ is 0
   std::vector<int64_t> grid_;  // log-spaced points up to grid_end_
   int64_t grid_end_ = 0;
 };

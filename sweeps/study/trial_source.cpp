@@ -108,7 +108,7 @@ struct ProcessTrialSource::Impl {
   // With the trial's lock: starts it on a free worker, or finds it already ended.
   void launch(Job job, const std::optional<StopRequest>& stop, FileLock lock) {
     if (auto folded = fold_leftover(records, layout, job.run_id);
-        folded && is_settled(folded->status)) {
+        folded && is_settled(folded->status) && !climbs_on(job.run_id, stop)) {
       found_done.push_back(job.run_id);
       return;
     }
@@ -120,6 +120,16 @@ struct ProcessTrialSource::Impl {
     size_t worker = 0;
     while (slots[worker]) ++worker;  // the caller keeps a worker free for every trial it starts
     spawn(std::move(job), worker, std::move(lock));
+  }
+
+  // A run a fixed-budget search stopped at a rung (stop reason `rung`) goes on from its checkpoint
+  // when it is started again with a later stop, or none: its point was promoted
+  // (sweeps/study/budget_engine.h). Every other settled run is a result and is not run again.
+  bool climbs_on(const std::string& run_id, const std::optional<StopRequest>& stop) {
+    const auto run = records.store().get_run(run_id);
+    if (!run || run->status != results::run_status::kStopped) return false;
+    if (run->stop_reason != stop_reason::kRung) return false;
+    return !stop || stop->step > run->last_step.value_or(0);
   }
 
   void spawn(Job job, size_t worker, FileLock lock) {
