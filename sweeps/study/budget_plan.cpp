@@ -13,7 +13,7 @@
 #include "core/config/loader.h"
 #include "core/config/sha256.h"
 #include "core/config/toml_text.h"
-#include "sweeps/derived.h"
+#include "sweeps/study/plan.h"
 
 namespace batchlab::sweeps::study {
 
@@ -312,20 +312,8 @@ Job make_budget_trial(const BudgetPlan& plan, size_t cell_index, const BudgetPoi
   if (!spec.assigns("train.checkpoint_every")) {
     train.insert_or_assign("checkpoint_every", cell.budget_steps + 1);
   }
-  const auto cfg = config::parse_experiment(config, spec.source, plan.options.load);
-  std::vector<Diagnostic> problems;
-  std::optional<int64_t> train_size;
-  if (plan.options.train_size) train_size = plan.options.train_size(cfg.data).samples;
-  Job trial;
-  trial.derived = derive_values(cfg, train_size, problems);
-  if (!problems.empty()) throw ConfigError(std::move(problems));
-  trial.combination = cell_job.combination;
-  trial.coordinates = cell_job.coordinates;
+  Job trial = trial_job(config, spec.source, plan.options, cell_job);
   for (const auto& [key, value] : point.values) trial.coordinates.push_back(value);
-  trial.config_toml = config::to_canonical_toml(cfg);
-  trial.run_id = config::run_id(cfg);
-  static_cast<ConfigColumns&>(trial) = config_columns(cfg);
-  trial.threads = cfg.train.threads;
   return trial;
 }
 

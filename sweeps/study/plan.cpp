@@ -196,22 +196,28 @@ Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_s
       "target", toml::table{{"metric", study.target_metric}, {"value", study.target_value}});
   train.insert_or_assign("stop_at_target", true);
 
-  const auto cfg = config::parse_experiment(config, spec.source, plan.options.load);
+  Job trial = trial_job(config, spec.source, plan.options, cell_job);
+  trial.coordinates.push_back(config::format_float(base_lr));
+  trial.target_metric = study.target_metric;
+  trial.target_value = study.target_value;
+  return trial;
+}
+
+Job trial_job(const toml::table& config, const std::string& source, const PlanOptions& options,
+              const Job& cell_job) {
+  const auto cfg = config::parse_experiment(config, source, options.load);
   std::vector<Diagnostic> problems;
   std::optional<int64_t> train_size;
-  if (plan.options.train_size) train_size = plan.options.train_size(cfg.data).samples;
+  if (options.train_size) train_size = options.train_size(cfg.data).samples;
   Job trial;
   trial.derived = derive_values(cfg, train_size, problems);
   if (!problems.empty()) throw ConfigError(std::move(problems));
   trial.combination = cell_job.combination;
   trial.coordinates = cell_job.coordinates;
-  trial.coordinates.push_back(config::format_float(base_lr));
   trial.config_toml = config::to_canonical_toml(cfg);
   trial.run_id = config::run_id(cfg);
   static_cast<ConfigColumns&>(trial) = config_columns(cfg);
   trial.threads = cfg.train.threads;
-  trial.target_metric = study.target_metric;
-  trial.target_value = study.target_value;
   return trial;
 }
 

@@ -18,6 +18,8 @@
 // (sweeps/study/ladder.h), per group of lines that differ only in the seed.
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -67,6 +69,13 @@ double lr_at(double center, double factor, int64_t lr_index);
 // The trial of `cell` at `base_lr` with `cap_steps`: a complete job with its run id and canonical
 // config. Throws ConfigError when the resulting config is invalid.
 Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_steps);
+
+// A trial of the cell `cell_job` from its resolved config table: parsed and validated as
+// `batchlab train` would, with its derived values, canonical config, run id and columns, and the
+// cell's combination and coordinates (the caller appends its own). Throws ConfigError when the
+// config is invalid. One rule for the studies' trials and the fixed-budget searches' points.
+Job trial_job(const toml::table& config, const std::string& source, const PlanOptions& options,
+              const Job& cell_job);
 
 // The cap of a new cell from the cells of its line that reached (docs/sweeps.md): with at least
 // 3 distinct batch sizes reached, 3 x S(B) of the fit S(B) = S_min + E_min / B (weighted least
