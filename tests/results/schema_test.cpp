@@ -123,6 +123,15 @@ const std::map<std::string, std::vector<std::string>>& study_tables() {
       {"study_trials",
        {"run_id", "cell_id", "base_lr", "lr_index", "outcome", "last_step", "steps_to_target",
         "samples_trained", "cap_samples", "reason", "decided_at"}},
+      // Schema version 8: fixed-budget searches.
+      {"budget_cells",
+       {"cell_id",    "sweep_id",        "optimizer",    "global_batch",    "seed",
+        "cell_toml",  "series",          "budget_steps", "epochs",          "rung_steps",
+        "eta",        "points",          "knobs",        "status",          "best_run_id",
+        "best_point", "first_seed_cell", "trials",       "samples_trained", "updated_at"}},
+      {"budget_trials",
+       {"run_id", "cell_id", "point_index", "point", "rung", "outcome", "last_step", "metric",
+        "samples_trained", "decided_at"}},
   };
   return tables;
 }
@@ -148,7 +157,7 @@ TEST(Schema, NewDatabaseHasEveryContractTableAndColumn) {
     EXPECT_EQ(columns_of(db, table), columns) << table;
   }
   EXPECT_EQ(db.integer("PRAGMA user_version"), latest_schema_version());
-  EXPECT_EQ(latest_schema_version(), 7);
+  EXPECT_EQ(latest_schema_version(), 8);
   EXPECT_EQ(db.value("PRAGMA journal_mode"), "wal");
 }
 

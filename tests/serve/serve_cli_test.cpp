@@ -89,13 +89,14 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
   TempDir dir("serve-cli");
   const auto older = copy_fixture(dir, "v2.db");
   {
-    // A genuine version-2 file: without what migrations 3 to 7 add.
+    // A genuine version-2 file: without what migrations 3 to 8 add.
     results::Connection db(older, SQLITE_OPEN_READWRITE);
     db.exec(
         "ALTER TABLE evals DROP COLUMN val_loss; ALTER TABLE evals DROP COLUMN val_acc; "
         "DROP TABLE study_trials; DROP TABLE study_cells; ALTER TABLE runs DROP COLUMN "
         "stop_reason; ALTER TABLE runs DROP COLUMN scheduler_job; ALTER TABLE runs DROP COLUMN "
-        "started_over; ALTER TABLE runs DROP COLUMN chance_acc; PRAGMA user_version = 2",
+        "started_over; ALTER TABLE runs DROP COLUMN chance_acc; DROP TABLE budget_trials; DROP "
+        "TABLE budget_cells; PRAGMA user_version = 2",
         "test");
   }
   EXPECT_EQ(testing::run_serve(older).exit_code, 2);
