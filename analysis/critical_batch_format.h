@@ -1,7 +1,8 @@
 // The report's table of every definition of the critical batch per series (results/
 // critical_batch.h): E_min / S_min, the 20%-over-linear-scaling batch from the fit and from the
 // measured steps with its reference batch, and B_simple where runs measured the noise scale, each
-// with its interval; and the same in the report's JSON ("definitions" of each fit).
+// with its interval or range named as what it is (results/critical_batch.h Spread); and the same in
+// the report's JSON ("definitions" of each fit).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,9 +21,13 @@ std::string critical_batch_section(const std::vector<SeriesFit>& fits, results::
                                    const std::string& gap);
 
 // {"b_crit", "b_crit_interval", "excess": 0.2, "reference_batch", "largest_batch",
-// "fit_excess", "fit_excess_interval", "measured_excess" (null: above largest_batch),
-// "measured_excess_interval", "b_simple", "b_simple_runs", "b_simple_range"}; intervals
-// [low, high] with high null when unbounded, null without one. Null without a fit.
+// "fit_excess", "fit_excess_interval", "fit_excess_spread", "measured_excess" (null: above
+// largest_batch), "measured_excess_interval", "measured_excess_spread", "b_simple",
+// "b_simple_runs", "b_simple_range", "b_simple_spread"}. *_interval: the 95% interval as
+// [low, high] (high null when unbounded), null for any other spread; *_spread: every spread,
+// {"kind": "95%" | "seed range" | "run range" | "se" | "none", "low", "high" (null when
+// unbounded), "se", "draws", "unbounded" (draws with no value in range), "why" (kind "none")}.
+// Null without a fit.
 nlohmann::json critical_batch_json(const SeriesFit& fit);
 
 }  // namespace batchlab::analysis

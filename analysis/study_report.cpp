@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -159,6 +160,17 @@ void average_noise_scale(const StudyCellSummary& c, const StudyRecords& records,
   }
 }
 
+// B_simple of a series: the mean of its runs' averages, their range and the mean's spread.
+void summarize_noise_scale(const std::vector<double>& run_means, SeriesFit& out) {
+  out.b_simple_spread = results::noise_scale_spread(run_means);
+  if (run_means.empty()) return;
+  const double sum = std::accumulate(run_means.begin(), run_means.end(), 0.0);
+  out.b_simple = sum / static_cast<double>(run_means.size());
+  out.b_simple_runs = static_cast<int>(run_means.size());
+  const auto [low, high] = std::minmax_element(run_means.begin(), run_means.end());
+  out.b_simple_range = results::Interval{*low, *high};
+}
+
 // The series' cells at one batch size, by status; the seeds as sets, so a seed with a cell in two
 // sweeps counts once.
 struct BatchCells {
@@ -224,14 +236,7 @@ SeriesFit fit_series(const std::string& series, const std::vector<const StudyCel
     if (!out.bootstrap) out.seed_range = results::per_seed_range(fitted);
     out.definitions = results::critical_batches(*out.fit, fitted);
   }
-  if (!run_means.empty()) {
-    double sum = 0.0;
-    for (double v : run_means) sum += v;
-    out.b_simple = sum / static_cast<double>(run_means.size());
-    out.b_simple_runs = static_cast<int>(run_means.size());
-    const auto [low, high] = std::minmax_element(run_means.begin(), run_means.end());
-    out.b_simple_range = results::Interval{*low, *high};
-  }
+  summarize_noise_scale(run_means, out);
   return out;
 }
 

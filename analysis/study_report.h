@@ -93,6 +93,9 @@ struct SeriesFit {
   std::optional<double> b_simple;
   int b_simple_runs = 0;
   std::optional<results::Interval> b_simple_range;  // min-max of the per-run averages
+  // The mean's spread over runs (results/critical_batch.h noise_scale_spread): 95% from a bootstrap
+  // of the per-run averages with 3 runs or more.
+  results::Spread b_simple_spread;
   // The other definitions of the critical batch (results/critical_batch.h); nullopt without a fit.
   std::optional<results::CriticalBatches> definitions;
 };

@@ -53,10 +53,13 @@ def fit_label(series, fit):
     if d:
         measured = d.get("measured_excess")
         text = f"{measured:.0f}" if measured else f"> {d['largest_batch']:.0f}"
-        interval = d.get("measured_excess_interval")
-        if measured and interval:
-            high = "∞" if interval[1] is None else f"{interval[1]:.0f}"
-            text += f" [{interval[0]:.0f}, {high}]"
+        # Its spread named as the report names it: [95%] from 3 seeds a batch, else the seeds'
+        # range.
+        spread = d.get("measured_excess_spread") or {}
+        if measured and spread.get("kind") in ("95%", "seed range"):
+            high = "∞" if spread["high"] is None else f"{spread['high']:.0f}"
+            bounds = f"{spread['low']:.0f}, {high}"
+            text += f" [{bounds}]" if spread["kind"] == "95%" else f" (seed range {bounds})"
         label += f"; 20% over linear from {d['reference_batch']:.0f}: {text}"
     # The report's lack-of-fit test (docs/analysis.md): a curve that misses its batches' means.
     test = fit.get("lack_of_fit") or {}
