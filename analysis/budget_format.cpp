@@ -13,6 +13,12 @@ namespace {
 
 using BudgetJson = nlohmann::ordered_json;
 
+// What the settings of a fixed-budget comparison leave out, and where they are read from.
+constexpr std::string_view kSearchedPerBatch =
+    "the learning rate and the [search] knobs are searched per batch, so a batch's values are its "
+    "best runs' once its search has chosen and every value tried (\"searched: ...\") while it "
+    "searches";
+
 std::string budget_interval_text(const std::optional<SeedInterval>& v, const char* spec) {
   if (!v) return "";
   const std::string mean = fmt::format(fmt::runtime(spec), v->mean);
@@ -194,6 +200,7 @@ std::string format_budget_comparison(const BudgetComparison& c, results::QueryFo
                                 {"test_loss_difference", diff(b.test_loss)},
                                 {"test_acc_difference", diff(b.test_acc)}});
     }
+    out["settings_differ"] = settings_differ_json(c.settings_known, c.settings);
     out["trend_difference"] = budget_slope_json(c.trend_difference);
     out["family"] = "Holm over the batches with both sides measured, family-wise 5%";
     return out.dump(1) + "\n";
@@ -214,7 +221,9 @@ std::string format_budget_comparison(const BudgetComparison& c, results::QueryFo
     t.text(fmt::format("test acc {} - {}", c.a, c.b), text(b.test_acc));
     t.end_row();
   }
-  std::string out = fmt::format("{} against {} (a fixed budget per batch)\n", c.a, c.b);
+  const std::string gap = format == results::QueryFormat::kMarkdown ? "\n" : "";
+  std::string out = fmt::format("{} against {} (a fixed budget per batch)\n", c.a, c.b) + gap;
+  out += settings_differ_section(c.settings_known, c.settings, kSearchedPerBatch, format, gap);
   out += results::format_result(t.table, format);
   out += fmt::format(
       "trend of the final test loss, {} minus {}: {}\n", c.a, c.b,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "results/errors.h"
@@ -166,6 +167,46 @@ SeedsByBatch budget_seeds_of(const BudgetSeries& s, bool loss) {
   return out;
 }
 
+// The runs whose resolved configs stand for each (series, batch) in the series' settings: the best
+// run of every seed once the search has chosen, else the first seed's trials so far.
+using SettingsRuns = std::map<std::string, std::map<int64_t, std::vector<std::string>>>;
+
+void add_settings_runs(const std::string& db, const CellRecord& c, SettingsRuns& runs) {
+  auto& ids = runs[c.series][c.batch];
+  if (c.best_run_id) {
+    ids.push_back(*c.best_run_id);
+    return;
+  }
+  if (c.first_seed_cell) return;  // a later seed reruns the best point: nothing to add yet
+  const auto trials = results::query_readonly(
+      db, "SELECT run_id FROM budget_trials WHERE cell_id = ?1 ORDER BY run_id", {c.cell_id});
+  for (const Row& r : trials.rows) ids.push_back(r[0].value_or(""));
+}
+
+// A batch keeps its best runs alone once it has any (the trials added before them go).
+SeriesSettings budget_series_settings(const std::string& series,
+                                      const std::map<int64_t, std::vector<std::string>>& batches,
+                                      const std::map<std::string, std::string>& configs,
+                                      const std::set<std::string>& best) {
+  SeriesRuns runs{series, {}};
+  for (const auto& [batch, ids] : batches) {
+    std::vector<std::string> chosen;
+    for (const auto& id : ids) {
+      if (best.count(id)) chosen.push_back(id);
+    }
+    runs.cells.push_back(chosen.empty() ? ids : chosen);
+  }
+  return series_settings({runs}, configs).front();
+}
+
+std::map<std::string, std::string> budget_configs(const std::string& db) {
+  std::map<std::string, std::string> out;
+  const auto result = results::query_readonly(
+      db, "SELECT run_id, config_toml FROM runs WHERE config_toml IS NOT NULL", {});
+  for (const Row& r : result.rows) out[r[0].value_or("")] = r[1].value_or("");
+  return out;
+}
+
 }  // namespace
 
 double BudgetBatch::run_equivalents() const {
@@ -189,7 +230,11 @@ BudgetReport build_budget_report(const std::string& db_path) {
   report.db = db_path;
   std::map<std::string, BudgetSeries> by_series;
   std::map<std::pair<std::string, int64_t>, BudgetBatch> batches;
+  SettingsRuns settings_runs;
+  std::set<std::string> best_runs;
   for (const auto& c : read_budget_cells(db_path)) {
+    add_settings_runs(db_path, c, settings_runs);
+    if (c.best_run_id) best_runs.insert(*c.best_run_id);
     BudgetSeries& s = by_series[c.series];
     s.series = c.series;
     s.optimizer = c.optimizer;
@@ -219,7 +264,9 @@ BudgetReport build_budget_report(const std::string& db_path) {
     summarize_budget_batch(b);
     by_series[key.first].batches.push_back(std::move(b));
   }
+  const auto configs = budget_configs(db_path);
   for (auto& [name, s] : by_series) {
+    s.settings = budget_series_settings(name, settings_runs[name], configs, best_runs);
     s.test_loss_trend = bootstrap_slope(s.test_loss_seeds());
     s.test_acc_trend = bootstrap_slope(s.test_acc_seeds());
     report.series.push_back(std::move(s));
@@ -255,6 +302,8 @@ BudgetComparison compare_budget_series(const BudgetReport& report, const std::st
   BudgetComparison out;
   out.a = sa.series;
   out.b = sb.series;
+  out.settings_known = !sa.settings.settings.empty() && !sb.settings.settings.empty();
+  if (out.settings_known) out.settings = series_differences(sa.settings, sb.settings);
   const auto la = sa.test_loss_seeds(), lb = sb.test_loss_seeds();
   const auto aa = sa.test_acc_seeds(), ab = sb.test_acc_seeds();
   for (const auto& [batch, va] : la) {

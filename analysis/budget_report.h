@@ -7,7 +7,8 @@
 //     their mean and interval over seeds, and the validation loss the point was chosen on;
 //   - per series: the budget spent in all (equal budgets are what makes a comparison fair) and
 //     the trend of the final test loss against log2(batch) with its interval over seeds;
-//   - compare: two series batch by batch (Welch differences, Holm over the batches at a
+//   - compare: the settings in which two series differ (from the best runs' resolved configs),
+//     then the two batch by batch (Welch differences, Holm over the batches at a
 //     family-wise 5%) and their trends (the difference of the slopes): does one lose more than
 //     the other as the batch grows (the LAMB paper's claim about LARS)?
 #pragma once
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "analysis/budget_stats.h"
+#include "analysis/series_settings.h"
 #include "results/query_result.h"
 
 namespace batchlab::analysis {
@@ -59,6 +61,10 @@ struct BudgetSeries {
   std::vector<BudgetBatch> batches;  // ascending
   int64_t trials = 0, samples = 0;   // the whole line: searches and reruns
   std::optional<Slope> test_loss_trend, test_acc_trend;
+  // The line's optimizer settings (analysis/series_settings.h), one cell per batch: the best runs'
+  // resolved configs once its search has chosen, its trials' while it is searching (the searched
+  // knobs then read "searched: ...").
+  SeriesSettings settings;
   SeedsByBatch test_loss_seeds() const;
   SeedsByBatch test_acc_seeds() const;
 };
@@ -86,6 +92,10 @@ struct BudgetComparison {
   std::string a, b;
   std::vector<BudgetBatchComparison> batches;
   std::optional<Slope> trend_difference;  // slope(a) - slope(b) of the final test loss
+  // The settings in which the two lines differ (differing_settings of their series' settings);
+  // settings_known is false when a side has no resolved config.
+  bool settings_known = false;
+  std::vector<SettingDiff> settings;
   std::vector<std::string> verdicts;
 };
 

@@ -91,4 +91,36 @@ std::vector<SettingDiff> series_differences(const SeriesSettings& a, const Serie
   return differing_settings(a.settings, b.settings);
 }
 
+std::string settings_differ_section(bool known, const std::vector<SettingDiff>& diffs,
+                                    std::string_view searched, results::QueryFormat format,
+                                    const std::string& gap) {
+  if (!known) {
+    return "Settings: unknown (no resolved configs in the runs table), so the comparison cannot "
+           "show whether A and B were treated alike.\n" +
+           gap;
+  }
+  if (diffs.empty()) {
+    return fmt::format("Settings: A and B differ in no optimizer setting; {}.\n", searched) + gap;
+  }
+  TableBuilder t;
+  for (const auto& d : diffs) {
+    t.text("setting", d.key);
+    t.text("A", d.a);
+    t.text("B", d.b);
+    t.end_row();
+  }
+  return fmt::format(
+             "Settings in which A and B differ (from their trials' resolved configs; {}; {} = the "
+             "optimizer has no such setting):\n",
+             searched, kNotUsed) +
+         gap + results::format_result(t.table, format, kAbsentCell) + "\n";
+}
+
+nlohmann::json settings_differ_json(bool known, const std::vector<SettingDiff>& diffs) {
+  if (!known) return nullptr;
+  auto out = nlohmann::json::array();
+  for (const auto& d : diffs) out.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  return out;
+}
+
 }  // namespace batchlab::analysis

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/optimizer_settings.h"
@@ -42,5 +44,20 @@ std::string series_settings_section(const std::vector<SeriesSettings>& settings,
 
 // The differences between two series' settings; empty when either has none (no configs).
 std::vector<SettingDiff> series_differences(const SeriesSettings& a, const SeriesSettings& b);
+
+// How a compare says what the settings exclude: the steps-to-target study searches the rate per
+// cell; a fixed-budget search also the knobs of its [search] (the best point per batch).
+inline constexpr std::string_view kSearchedPerCell = "the learning rate is searched per cell";
+
+// What `batchlab compare` prints before its verdicts: the settings in which A and B differ (a
+// table of setting, A, B; `searched` says what is left out), that they differ in none, or, when
+// `known` is false (a side without resolved configs), that it cannot tell whether they were treated
+// alike.
+std::string settings_differ_section(bool known, const std::vector<SettingDiff>& diffs,
+                                    std::string_view searched, results::QueryFormat format,
+                                    const std::string& gap);
+
+// [{"key", "a", "b"}, ...]; null when not known.
+nlohmann::json settings_differ_json(bool known, const std::vector<SettingDiff>& diffs);
 
 }  // namespace batchlab::analysis

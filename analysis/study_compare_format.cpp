@@ -259,40 +259,6 @@ json side_json(const SideAtBatch& s) {
           {"cap", s.cap ? json(*s.cap) : json(nullptr)}};
 }
 
-json settings_differ_json(const StudyComparison& c) {
-  if (!c.settings_known) return nullptr;
-  json out = json::array();
-  for (const auto& d : c.settings) out.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
-  return out;
-}
-
-// The settings in which A and B differ, before anything else is read into the comparison.
-std::string settings_section(const StudyComparison& c, results::QueryFormat format,
-                             const std::string& gap) {
-  if (!c.settings_known) {
-    return "Settings: unknown (no resolved configs in the runs table), so the comparison cannot "
-           "show whether A and B were treated alike.\n" +
-           gap;
-  }
-  if (c.settings.empty()) {
-    return "Settings: A and B differ in no optimizer setting but the learning rate, searched per "
-           "cell.\n" +
-           gap;
-  }
-  TableBuilder t;
-  for (const auto& d : c.settings) {
-    t.text("setting", d.key);
-    t.text("A", d.a);
-    t.text("B", d.b);
-    t.end_row();
-  }
-  return fmt::format(
-             "Settings in which A and B differ (from their trials' resolved configs; the learning "
-             "rate is searched per cell; {} = the optimizer has no such setting):\n",
-             kNotUsed) +
-         gap + results::format_result(t.table, format, kAbsentCell) + "\n";
-}
-
 std::string comparison_json(const StudyComparison& c) {
   json batches = json::array();
   for (const auto& row : c.batches) {
@@ -306,7 +272,7 @@ std::string comparison_json(const StudyComparison& c) {
       {"a", c.a},
       {"b", c.b},
       {"targets", c.targets},
-      {"settings_differ", settings_differ_json(c)},
+      {"settings_differ", settings_differ_json(c.settings_known, c.settings)},
       {"batches", batches},
       {"pooled", {{"batches", c.pooled_batches}, {"steps_ratio", ratio_json(c.pooled)}}},
       {"family", {{"method", "holm"}, {"level", results::kFamilyWiseLevel}, {"tests", c.family}}},
@@ -360,7 +326,9 @@ std::string format_study_comparison(const StudyComparison& comparison,
     return results::format_csv(batches) + "\n" + results::format_csv(fits);
   }
   const std::string gap = format == QueryFormat::kMarkdown ? "\n" : "";
-  std::string out = compare_header(comparison) + gap + settings_section(comparison, format, gap) +
+  std::string out = compare_header(comparison) + gap +
+                    settings_differ_section(comparison.settings_known, comparison.settings,
+                                            kSearchedPerCell, format, gap) +
                     results::format_result(batches, format, kAbsentCell) + "\n" +
                     compare_fit_header() + gap + results::format_result(fits, format, kAbsentCell) +
                     "\n";

@@ -6,6 +6,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
 #include "results/store.h"
 #include "tests/cli/cli_runner.h"
 
@@ -25,7 +30,8 @@ struct SearchDb {
 
   // A cell of `series` at `batch` and `seed` whose best run ended with test loss `loss`.
   void cell(const std::string& series, int64_t batch, int64_t seed, double loss,
-            const std::string& best_point = "optim.base_lr = 1\n") {
+            const std::string& best_point = "optim.base_lr = 1\n",
+            std::optional<std::string> config_toml = std::nullopt) {
     const std::string id = fmt::format("{}-{}-{}", series, batch, seed);
     results::BudgetCellRow c;
     c.cell_id = id;
@@ -51,6 +57,7 @@ struct SearchDb {
     results::RunRow run;
     run.run_id = *c.best_run_id;
     run.status = "done";
+    run.config_toml = std::move(config_toml);
     store.upsert_run(run);
     results::EvalRow e;
     e.run_id = run.run_id;
@@ -133,6 +140,62 @@ TEST(BudgetReport, TwoSeedsGiveNoVerdict) {
   EXPECT_TRUE(c.verdicts.empty());
   const auto text = format_budget_comparison(c, results::QueryFormat::kTable);
   EXPECT_NE(text.find("no interval called 95%"), std::string::npos) << text;
+}
+
+// A best run's resolved config: `name` with warmup share `warmup` (searched per batch) and a
+// weight decay that is the same everywhere.
+std::string budget_config(const std::string& name, double warmup, double grad_clip) {
+  return fmt::format(
+      "schema_version = 1\n[optim]\nname = \"{}\"\nweight_decay = 0.01\ngrad_clip = {}\n"
+      "[schedule]\nwarmup_fraction = {}\nsteps = 100\n",
+      name, grad_clip, warmup);
+}
+
+// compare prints, before its verdicts, the settings in which the two lines' best runs differ (the
+// steps-to-target compare does the same): the optimizer, the clipping both chose, and LARS's
+// warmup chosen per batch against LAMB's one value; the weight decay they share is not listed.
+TEST(BudgetReport, CompareStatesTheSettingsInWhichTheBestRunsDifferBeforeItsVerdicts) {
+  SearchDb db;
+  for (int k = 0; k < 2; ++k) {
+    const int64_t batch = int64_t{16} << k;
+    for (int64_t seed = 0; seed < 3; ++seed) {
+      const double jitter = 0.01 * static_cast<double>(seed - 1);
+      db.cell("lars", batch, seed, 5.5 + jitter, "optim.base_lr = 1\n",
+              budget_config("lars", k == 0 ? 0.025 : 0.1, 0.0));
+      db.cell("lamb", batch, seed, 5.0 + jitter, "optim.base_lr = 1\n",
+              budget_config("lamb", 0.025, 1.0));
+    }
+  }
+  const auto c = compare_budget_series(build_budget_report(db.path), "lars", "lamb");
+  ASSERT_TRUE(c.settings_known);
+  std::map<std::string, SettingDiff> diffs;
+  for (const auto& d : c.settings) diffs[d.key] = d;
+  ASSERT_TRUE(diffs.count("optimizer"));
+  EXPECT_EQ(diffs["optimizer"].a, "lars");
+  EXPECT_EQ(diffs["optimizer"].b, "lamb");
+  ASSERT_TRUE(diffs.count("grad_clip"));
+  ASSERT_TRUE(diffs.count("warmup"));
+  EXPECT_NE(diffs["warmup"].a.find("per cell"), std::string::npos) << diffs["warmup"].a;
+  EXPECT_FALSE(diffs.count("weight_decay"));
+  const auto text = format_budget_comparison(c, results::QueryFormat::kTable);
+  const auto settings_at = text.find("Settings in which A and B differ");
+  ASSERT_NE(settings_at, std::string::npos) << text;
+  EXPECT_LT(settings_at, text.find("verdicts:")) << text;
+  EXPECT_LT(settings_at, text.find("test loss lars - lamb")) << text;
+  const auto json = nlohmann::json::parse(format_budget_comparison(c, results::QueryFormat::kJson));
+  ASSERT_TRUE(json["settings_differ"].is_array());
+  EXPECT_EQ(json["settings_differ"].size(), c.settings.size());
+}
+
+// Without resolved configs the compare says it cannot tell whether the lines were treated alike.
+TEST(BudgetReport, CompareSaysTheSettingsAreUnknownWithoutConfigs) {
+  SearchDb db;
+  db.cell("lars", 16, 0, 5.5);
+  db.cell("lamb", 16, 0, 5.0);
+  const auto c = compare_budget_series(build_budget_report(db.path), "lars", "lamb");
+  EXPECT_FALSE(c.settings_known);
+  EXPECT_NE(format_budget_comparison(c, results::QueryFormat::kTable).find("Settings: unknown"),
+            std::string::npos);
 }
 
 }  // namespace budget_report_test
