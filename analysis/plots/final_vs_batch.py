@@ -43,6 +43,25 @@ def draw_metric(ax, color, series, key):
                     label=series["series"])
 
 
+def budget_text(report):
+    """The budget as a person writes it: "1.00 epoch (51,200 samples) at every batch". A budget in
+    samples has its epochs from the runs (0.997195 where the split holds 51,343 samples), so the
+    epochs are rounded to 2 decimals before they are compared; "fixed budget" when the batches
+    differ in both."""
+    batches = [b for s in report["series"] for b in s["batches"]]
+    epochs = {round(b["epochs"], 2) for b in batches if b.get("epochs") is not None}
+    samples = {b["budget_steps"] * b["batch"] for b in batches if b.get("budget_steps")}
+    parts = []
+    if len(epochs) == 1:
+        e = epochs.pop()
+        parts.append(f"{e:.2f} epoch{'' if e == 1 else 's'}")
+    if len(samples) == 1:
+        parts.append(f"{samples.pop():,} samples")
+    if not parts:
+        return "fixed budget"
+    return (parts[0] if len(parts) == 1 else f"{parts[0]} ({parts[1]})") + " at every batch"
+
+
 def draw(db, args):
     report = load_budget_report(args)
     plt, fig, axes = new_figure(2, panel_width=5.0)
@@ -52,9 +71,7 @@ def draw(db, args):
             draw_metric(ax, colors[i % len(colors)], series, key)
     if not axes[0].lines:
         raise FigureInputError("no cell of the search has finished its budget yet")
-    epochs = sorted({b["epochs"] for s in report["series"] for b in s["batches"]
-                     if b.get("epochs") is not None})
-    budget = f"{epochs[0]:g} epochs at every batch" if len(epochs) == 1 else "fixed budget"
+    budget = budget_text(report)
     for ax, label in zip(axes, ("final test loss", "final test accuracy")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("global batch size")
