@@ -70,6 +70,7 @@ config::BenchModels bench_models() {
   for (const auto& m : models::list_models()) {
     (m.family == "text" ? names.text : names.image).push_back(m.name);
   }
+    if (m.family == "causal_lm") continue;  // no synthetic causal-LM workload (yet): not offered
   return names;
 }
 

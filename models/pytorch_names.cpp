@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "models/bert_config.h"
+#include "models/gpt2_config.h"
 
 namespace batchlab::models {
 namespace {
@@ -19,6 +20,8 @@ constexpr const char* kPredictionBias = "cls.predictions.bias";
 constexpr const char* kDecoderWeight = "cls.predictions.decoder.weight";
 constexpr const char* kDecoderBias = "cls.predictions.decoder.bias";
 constexpr const char* kPositionIds = "bert.embeddings.position_ids";
+constexpr const char* kGpt2TokenEmbedding = "transformer.wte.weight";
+constexpr const char* kGpt2LmHead = "lm_head.weight";
 
 std::optional<torch::Tensor> find(const StateDict& entries, const std::string& name) {
   for (const auto& [key, tensor] : entries) {
@@ -36,8 +39,8 @@ void drop_tied(StateDict& entries, const std::string& alias, const std::string& 
   const auto kept = find(entries, original);
   if (kept && (kept->sizes() != copy->sizes() || !torch::equal(*kept, *copy))) {
     throw InputError(fmt::format(
-        "{}: {} differs from {}; batchlab's BERT ties the two (as BERT and Hugging Face do), so "
-        "a file whose MLM decoder was trained untied cannot be loaded",
+        "{}: {} differs from {}; batchlab's BERT and GPT-2 tie the two (as the originals and "
+        "Hugging Face do), so a file whose output layer was trained untied cannot be loaded",
         source, alias, original));
   }
   entries.erase(std::remove_if(entries.begin(), entries.end(),
@@ -58,10 +61,37 @@ void add_decoder(StateDict& entries) {
   entries.insert(at + 1, {kDecoderBias, *bias});
 }
 
+// A GPT-2 file as transformers' GPT2LMHeadModel names it: a GPT2Model state_dict (OpenAI's
+// released checkpoints: wte.weight, h.0.*, ...) gets the "transformer." prefix, and the causal-mask
+// buffers older transformers saved (h.N.attn.bias, h.N.attn.masked_bias: constants, not weights)
+// are dropped.
+void gpt2_from_pytorch(StateDict& entries, const std::string& source) {
+  const bool bare =
+      std::none_of(entries.begin(), entries.end(),
+                   [](const auto& e) { return e.first.rfind("transformer.", 0) == 0; }) &&
+      find(entries, "wte.weight").has_value();
+  if (bare) {
+    for (auto& e : entries) {
+      if (e.first != kGpt2LmHead) e.first = "transformer." + e.first;
+    }
+  }
+  const auto is_mask_buffer = [](const std::string& name) {
+    const auto ends_with = [&](const std::string& suffix) {
+      return name.size() >= suffix.size() &&
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+  };
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const auto& e) { return is_mask_buffer(e.first); }),
+                entries.end());
+  drop_tied(entries, kGpt2LmHead, kGpt2TokenEmbedding, source);
+}
+
 }  // namespace
 
 std::string pytorch_naming(const std::string& arch) {
-  if (is_bert_arch(arch)) return "huggingface";
+  if (is_bert_arch(arch) || is_gpt2_arch(arch)) return "huggingface";
   static const std::vector<std::string> torchvision = {"resnet18", "resnet34", "resnet50",
                                                        "resnet101", "resnet152"};
   if (std::find(torchvision.begin(), torchvision.end(), arch) != torchvision.end()) {
@@ -112,6 +142,13 @@ PytorchModule torchvision_resnet(const std::string& arch, const StateDict& entri
 PytorchModule pytorch_module(const std::string& arch, const StateDict& entries) {
   const std::string naming = pytorch_naming(arch);
   if (naming == "torchvision") return torchvision_resnet(arch, entries);
+  if (naming == "huggingface" && is_gpt2_arch(arch)) {
+    return {
+        "a module with the structure and names of Hugging Face's GPT2LMHeadModel, sized as the "
+        "run's model (config_toml: model.arch, vocab_size, max_seq_len); lm_head.weight is the "
+        "tied transformer.wte.weight",
+        "", true};
+  }
   if (naming == "huggingface") {
     return {
         "a module with the structure and names of Hugging Face's BertForMaskedLM (or "
@@ -128,11 +165,19 @@ PytorchModule pytorch_module(const std::string& arch, const StateDict& entries) 
 StateDict to_pytorch_state_dict(const std::string& arch, const torch::nn::Module& model) {
   StateDict entries = state_dict(model);
   if (is_bert_arch(arch)) add_decoder(entries);
+  // GPT2LMHeadModel lists its output layer, tied to the token embedding, last.
+  if (const auto wte = find(entries, kGpt2TokenEmbedding); is_gpt2_arch(arch) && wte) {
+    entries.emplace_back(kGpt2LmHead, *wte);
+  }
   return entries;
 }
 
 StateDict from_pytorch_state_dict(const std::string& arch, StateDict entries,
                                   const std::string& source) {
+  if (is_gpt2_arch(arch)) {
+    gpt2_from_pytorch(entries, source);
+    return entries;
+  }
   if (!is_bert_arch(arch)) return entries;
   drop_tied(entries, kDecoderWeight, kWordEmbeddings, source);
   drop_tied(entries, kDecoderBias, kPredictionBias, source);

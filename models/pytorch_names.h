@@ -14,6 +14,15 @@
 //                            Export adds the two decoder entries (a strict load_state_dict into a
 //                            Hugging Face-structured module needs them); import drops all three,
 //                            after checking that the decoder really is tied.
+//   GPT-2 (gpt2_*)           Hugging Face's GPT2LMHeadModel names and shapes, which models/gpt2.h
+//                            uses (Conv1D weights [in, out], as transformers stores them), plus
+//                              lm_head.weight                  the output layer, tied to
+//                                                              transformer.wte.weight
+//                            Export adds it (last, where GPT2LMHeadModel lists it); import drops
+//                            it after checking that it is tied, drops the causal-mask buffers of
+//                            older files (h.N.attn.bias, h.N.attn.masked_bias) and prefixes a
+//                            GPT2Model file's names (wte.weight, h.0.*: OpenAI's releases) with
+//                            "transformer.".
 //   Everything else          the module's own names (small_resnet, the CIFAR ResNets).
 #pragma once
 
@@ -25,8 +34,8 @@
 
 namespace batchlab::models {
 
-// Whose names `arch` uses: "torchvision" (resnet18..152), "huggingface" (bert_*) or "batchlab"
-// (the rest: no PyTorch counterpart).
+// Whose names `arch` uses: "torchvision" (resnet18..152), "huggingface" (bert_*, gpt2_*) or
+// "batchlab" (the rest: no PyTorch counterpart).
 std::string pytorch_naming(const std::string& arch);
 
 // Which PyTorch module takes the export of `arch` (`entries`, its to_pytorch_state_dict) with

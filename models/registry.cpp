@@ -10,6 +10,8 @@
 #include "models/bert.h"
 #include "models/bert_config.h"
 #include "models/cifar_resnet.h"
+#include "models/gpt2.h"
+#include "models/gpt2_config.h"
 #include "models/resnet.h"
 #include "models/small_resnet.h"
 
@@ -131,6 +133,7 @@ std::vector<std::string> all_names() {
   std::vector<std::string> names;
   for (const Entry& e : table()) names.push_back(e.info.name);
   for (const BertPreset& p : bert_presets()) names.push_back(p.name);
+  for (const Gpt2Preset& p : gpt2_presets()) names.push_back(p.name);
   return names;
 }
 
@@ -156,13 +159,14 @@ const Entry& find_entry(const config::ModelConfig& model, InputSpec& in) {
     if (e.info.name == model.arch) found = &e;
   }
   if (found == nullptr) {
-    if (is_bert_arch(model.arch)) {
+    if (is_bert_arch(model.arch) || is_gpt2_arch(model.arch)) {
       std::vector<std::string> names;
       for (const Entry& e : table()) names.push_back(e.info.name);
-      throw InputError(fmt::format(
-          "model.arch = \"{}\": a masked-language model; an image data set needs an image "
-          "architecture: {}",
-          model.arch, fmt::join(names, ", ")));
+      throw InputError(
+          fmt::format("model.arch = \"{}\": a {} model; an image data set needs an image "
+                      "architecture: {}",
+                      model.arch, is_bert_arch(model.arch) ? "masked-language" : "causal language",
+                      fmt::join(names, ", ")));
     }
     throw InputError(fmt::format("model.arch = \"{}\": unknown architecture; valid: {}", model.arch,
                                  fmt::join(all_names(), ", ")));
@@ -194,6 +198,15 @@ std::vector<ModelInfo> list_models() {
     info.seq_len = 128;  // phase 1 of BERT pretraining
     out.push_back(info);
   }
+  for (const Gpt2Preset& p : gpt2_presets()) {
+    ModelInfo info;
+    info.name = p.name;
+    info.description = p.description;
+    info.family = "causal_lm";
+    info.channels = info.height = info.width = info.num_classes = 0;
+    info.seq_len = p.positions;
+    out.push_back(info);
+  }
   return out;
 }
 
@@ -202,6 +215,14 @@ ModelSummary summarize_model(const ModelInfo& info) {
   s.info = info;
   config::ModelConfig cfg;
   cfg.arch = info.name;
+  if (info.family == "causal_lm") {
+    cfg.max_seq_len = info.seq_len;
+    const Gpt2Config gpt = gpt2_config_from(cfg, kGpt2Vocabulary);
+    s.parameters = gpt2_parameters(gpt);
+    s.training_flops = estimate_causal_lm_cost(cfg, info.seq_len, kGpt2Vocabulary).training_flops;
+    s.input = fmt::format("{} tokens, {}-token vocabulary (GPT-2's)", info.seq_len, gpt.vocab_size);
+    return s;
+  }
   if (info.family == "text") {
     const BertConfig bert = bert_config_from(cfg);
     s.parameters = bert_parameters(bert);
@@ -259,9 +280,12 @@ std::shared_ptr<MaskedLanguageModel> make_masked_lm(const config::ModelConfig& m
                                    [&](const Entry& e) { return e.info.name == model.arch; });
     std::vector<std::string> names;
     for (const BertPreset& p : bert_presets()) names.push_back(p.name);
-    throw InputError(fmt::format("model.arch = \"{}\": {}; text data needs one of: {}", model.arch,
-                                 image ? "an image classifier" : "unknown architecture",
-                                 fmt::join(names, ", ")));
+    throw InputError(fmt::format(
+        "model.arch = \"{}\": {}; masked-language modelling needs one of: {}", model.arch,
+        image                      ? "an image classifier"
+        : is_gpt2_arch(model.arch) ? "a causal language model (next-token prediction)"
+                                   : "unknown architecture",
+        fmt::join(names, ", ")));
   }
   return make_bert(model, vocab_size);
 }
@@ -275,6 +299,33 @@ ModelCost estimate_masked_lm_cost(const config::ModelConfig& model, int64_t seq_
   const BertConfig bert = bert_config_from(model, vocab_size);
   ModelCost cost;
   cost.forward_macs = bert_forward_macs(bert, seq_len, default_mlm_positions(seq_len));
+  cost.forward_flops = 2 * cost.forward_macs;
+  cost.training_flops = 3 * cost.forward_flops;
+  return cost;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Causal language models (model.arch = gpt2_*): the presets live in models/gpt2_config.h.
+// ------------------------------------------------------------------------------------------------
+
+bool is_causal_lm_arch(const std::string& arch) { return is_gpt2_arch(arch); }
+
+std::shared_ptr<CausalLanguageModel> make_causal_lm(const config::ModelConfig& model,
+                                                    int64_t vocab_size) {
+  if (!is_causal_lm_arch(model.arch)) {
+    std::vector<std::string> names;
+    for (const Gpt2Preset& p : gpt2_presets()) names.push_back(p.name);
+    throw InputError(fmt::format(
+        "model.arch = \"{}\": not a causal language model; next-token prediction needs one of: {}",
+        model.arch, fmt::join(names, ", ")));
+  }
+  return make_gpt2(model, vocab_size);
+}
+
+ModelCost estimate_causal_lm_cost(const config::ModelConfig& model, int64_t seq_len,
+                                  int64_t vocab_size) {
+  ModelCost cost;
+  cost.forward_macs = gpt2_forward_macs(gpt2_config_from(model, vocab_size), seq_len);
   cost.forward_flops = 2 * cost.forward_macs;
   cost.training_flops = 3 * cost.forward_flops;
   return cost;

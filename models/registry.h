@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/config/model_config.h"
+#include "models/causal_lm.h"
 #include "models/masked_lm.h"
 #include "models/network.h"
 
@@ -30,8 +31,9 @@ struct ModelInfo {
   int64_t height = 28;
   int64_t width = 28;
   int64_t num_classes = 10;
-  // "image" (make_image_classifier) or "text" (make_masked_lm: the BERT family, whose reference
-  // input is one sequence of seq_len tokens).
+  // "image" (make_image_classifier), "text" (make_masked_lm: the BERT family) or "causal_lm"
+  // (make_causal_lm: the GPT-2 family); the reference input of both language-model families is
+  // one sequence of seq_len tokens.
   std::string family = "image";
   int64_t seq_len = 0;
 };
@@ -44,8 +46,9 @@ struct ModelSummary {
   std::string input;           // "3x224x224, 1000 classes" or "128 tokens, 30522-token vocabulary"
 };
 
-// Builds the image models to count their parameters (resnet152: about half a second); the BERT
-// family is counted from its sizes (bert_large would need 1.3 GB).
+// Builds the image models to count their parameters (resnet152: about half a second); the BERT and
+// GPT-2 families are counted from their sizes (bert_large would need 1.3 GB). The GPT-2 presets
+// are priced at GPT-2's own vocabulary (50257) and their reference context.
 ModelSummary summarize_model(const ModelInfo& info);
 
 // Every architecture in the table, in table order.
@@ -66,6 +69,16 @@ std::shared_ptr<ImageClassifier> make_image_classifier(const config::ModelConfig
 // make_image_classifier, and for an image architecture.
 std::shared_ptr<MaskedLanguageModel> make_masked_lm(const config::ModelConfig& model,
                                                     int64_t vocab_size = 0);
+
+// Builds a causal language model (model.arch = gpt2_*) with model.vocab_size tokens, or
+// `vocab_size` when non-zero (the trained tokenizer's), and model.max_seq_len positions. Throws
+// InputError like make_masked_lm, naming the causal-LM architectures.
+std::shared_ptr<CausalLanguageModel> make_causal_lm(const config::ModelConfig& model,
+                                                    int64_t vocab_size = 0);
+
+// Whether model.arch is a causal language model (the GPT-2 family): the text data set then trains
+// it on next-token prediction instead of masked-LM.
+bool is_causal_lm_arch(const std::string& arch);
 
 // Number of scalar parameters (weights, biases, BN scales and shifts; buffers such as BN running
 // statistics are not parameters), whether or not they require gradients.
@@ -94,6 +107,11 @@ ModelCost estimate_masked_lm_cost(const config::ModelConfig& model, int64_t seq_
 
 // Parameters of make_masked_lm(model, vocab_size), computed from the sizes without building it.
 int64_t masked_lm_parameters(const config::ModelConfig& model, int64_t vocab_size = 0);
+
+// Compute per sequence of `seq_len` tokens of a causal language model (model.arch = gpt2_*), the
+// next-token logits at every position (models/gpt2_config.h gpt2_forward_macs).
+ModelCost estimate_causal_lm_cost(const config::ModelConfig& model, int64_t seq_len,
+                                  int64_t vocab_size = 0);
 
 // estimate_cost(...).training_flops: FLOPs of one training step per sample.
 int64_t training_flops_per_sample(const config::ModelConfig& model, int64_t channels,

@@ -8,7 +8,9 @@
 #include "core/config/init_file.h"
 #include "core/errors.h"
 #include "models/bert.h"
+#include "models/gpt2.h"
 #include "models/hf_bert_config.h"
+#include "models/hf_gpt2_config.h"
 #include "models/pytorch_names.h"
 #include "models/safetensors.h"
 #include "models/state_dict.h"
@@ -40,19 +42,30 @@ std::vector<std::string> describe_partial_load(const config::ModelConfig& config
   return notes;
 }
 
+// config.json's differences from the network the experiment built (models/hf_bert_config.h,
+// hf_gpt2_config.h); InputError for a network no Hugging Face folder describes.
+std::vector<std::string> hf_folder_differences(const torch::nn::Module& model,
+                                               const config::ModelConfig& config,
+                                               const std::string& config_json) {
+  if (const auto* bert = dynamic_cast<const models::BertForPretraining*>(&model)) {
+    return models::hf_bert_config_differences(config_json, bert->config());
+  }
+  if (const auto* gpt2 = dynamic_cast<const models::Gpt2LMHeadModel*>(&model)) {
+    return models::hf_gpt2_config_differences(config_json, gpt2->config());
+  }
+  throw InputError(fmt::format(
+      "model.init_from = {}: a Hugging Face folder starts a BERT (model.arch = \"bert_*\") or a "
+      "GPT-2 (model.arch = \"gpt2_*\"), not model.arch = \"{}\"; give a weights file (.pt or "
+      ".safetensors) instead",
+      config.init_from, config.arch));
+}
+
 // A save_pretrained folder: its config.json must describe the network the experiment built (every
-// difference listed, models/hf_bert_config.h), then its weights file is read like any other.
+// difference listed), then its weights file is read like any other.
 models::StateDict read_hf_folder(torch::nn::Module& model, const config::ModelConfig& config) {
   const std::string& dir = config.init_from;
-  const auto* bert = dynamic_cast<const models::BertForPretraining*>(&model);
-  if (bert == nullptr) {
-    throw InputError(fmt::format(
-        "model.init_from = {}: a Hugging Face folder starts a BERT (model.arch = \"bert_*\"), "
-        "not model.arch = \"{}\"; give a weights file (.pt or .safetensors) instead",
-        dir, config.arch));
-  }
   const auto files = config::hf_folder_files(dir);
-  const auto differences = models::hf_bert_config_differences(files.config, bert->config());
+  const auto differences = hf_folder_differences(model, config, files.config);
   if (!differences.empty()) {
     throw InputError(fmt::format(
         "model.init_from = {}: its config.json describes another network than the experiment's "

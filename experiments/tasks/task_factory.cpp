@@ -1,6 +1,7 @@
 #include "experiments/tasks/task_factory.h"
 
 #include "experiments/data/image_dataset.h"
+#include "experiments/tasks/causal_lm_task.h"
 #include "experiments/tasks/file_image_classification.h"
 #include "experiments/tasks/image_classification.h"
 #include "experiments/tasks/initial_weights.h"
@@ -16,8 +17,13 @@ std::unique_ptr<train::Task> make_task_for_data(const config::ModelConfig& model
                                                 torch::Device device) {
   // Streamed from files (JPEG folder or packed shards); the other image datasets fit in memory.
   if (data.dataset == "imagenet") return make_file_image_task(model, data, bn_group, device);
-  // BERT pretraining on packed token shards (experiments/tasks/masked_lm_task.h).
-  if (data.dataset == "text") return make_masked_lm_task(model, data, device);
+  // Language modelling on packed token shards: next-token prediction for a causal LM (the GPT-2
+  // family, experiments/tasks/causal_lm_task.h), masked-LM pretraining for the BERT family
+  // (experiments/tasks/masked_lm_task.h).
+  if (data.dataset == "text") {
+    if (models::is_causal_lm_arch(model.arch)) return make_causal_lm_task(model, data, device);
+    return make_masked_lm_task(model, data, device);
+  }
   auto dataset = data::load_image_dataset(data);
   const int64_t classes = model.num_classes > 0 ? model.num_classes : dataset.num_classes;
   auto net = models::make_image_classifier(model, dataset.train_images.size(1),
@@ -48,7 +54,7 @@ std::vector<std::string> dataset_names() {
 void add_registry_names(config::LoadOptions& options) {
   for (const auto& m : models::list_models()) {
     options.model_archs.push_back(m.name);
-    if (m.family == "text") options.text_archs.push_back(m.name);
+    if (m.family != "image") options.text_archs.push_back(m.name);  // masked and causal LMs
   }
   options.datasets = dataset_names();
   options.text_datasets = {"text"};  // make_task_for_data: the one text data set

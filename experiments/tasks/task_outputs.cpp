@@ -35,4 +35,15 @@ train::BatchOutput masked_lm_output(models::MaskedLanguageModel& model, const tr
   return result;
 }
 
+train::BatchOutput causal_lm_output(models::CausalLanguageModel& model, const train::Batch& batch) {
+  const torch::Tensor logits = model.forward(batch.inputs);  // float [B, T, V]
+  const torch::Tensor flat = logits.reshape({-1, logits.size(-1)});
+  const torch::Tensor targets = batch.targets.reshape({-1});
+  train::BatchOutput result;
+  result.loss = torch::nn::functional::cross_entropy(flat, targets);
+  result.correct = flat.argmax(1).eq(targets).sum();
+  result.count = targets.size(0);
+  return result;
+}
+
 }  // namespace batchlab::experiments

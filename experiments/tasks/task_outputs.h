@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "core/train/task.h"
+#include "models/causal_lm.h"
 #include "models/masked_lm.h"
 #include "models/network.h"
 
@@ -25,5 +26,10 @@ train::BatchOutput classification_output(models::ImageClassifier& model, const t
 // The batch layout is masked_lm_task.h's (inputs = token ids [B, T], targets = ids at the masked
 // positions [N], extras = {segments, masked positions, next-sentence labels}).
 train::BatchOutput masked_lm_output(models::MaskedLanguageModel& model, const train::Batch& batch);
+
+// Next-token cross-entropy, the mean over every position of the batch; metric: tokens whose most
+// likely prediction is the next token; count: B x T tokens. The batch layout is causal_lm_task.h's
+// (inputs = token ids int64 [B, T], targets = the following ids int64 [B, T]).
+train::BatchOutput causal_lm_output(models::CausalLanguageModel& model, const train::Batch& batch);
 
 }  // namespace batchlab::experiments

@@ -9,10 +9,14 @@
 
 #include "core/errors.h"
 #include "experiments/data/hf_tokenizer_files.h"
+#include "experiments/data/tokenizer.h"
+#include "experiments/tasks/causal_lm_task.h"
 #include "experiments/tasks/masked_lm_task.h"
 #include "experiments/tasks/task_factory.h"
 #include "models/bert.h"
+#include "models/gpt2.h"
 #include "models/hf_bert_config.h"
+#include "models/hf_gpt2_config.h"
 #include "models/pytorch_names.h"
 #include "models/safetensors.h"
 #include "models/state_dict.h"
@@ -57,15 +61,55 @@ std::string as_string(const std::vector<char>& bytes) {
 // Hugging Face's loaders refuse a safetensors file whose metadata does not say "pt".
 const std::map<std::string, std::string> kSafetensorsMetadata = {{"format", "pt"}};
 
-// The save_pretrained folder of a BERT run: what transformers writes for the same network.
+// `entries` without those named in `names` (tied tensors save_pretrained leaves out).
+models::StateDict without(const models::StateDict& entries, const std::vector<std::string>& names) {
+  models::StateDict kept;
+  for (const auto& e : entries) {
+    if (std::find(names.begin(), names.end(), e.first) == names.end()) kept.push_back(e);
+  }
+  return kept;
+}
+
+// The run's SentencePiece tokenizer as tokenizer.json and its configs.
+std::vector<ExportedFile> tokenizer_files(const data::TextCorpus& corpus, int64_t max_length) {
+  const std::string tokenizer = corpus.tokenizer->path();
+  const auto spm = data::read_sentencepiece_model_file(tokenizer);
+  const auto tok = data::hf_tokenizer_files(spm, tokenizer, max_length);
+  return {{"tokenizer.json", tok.tokenizer_json},
+          {"tokenizer_config.json", tok.tokenizer_config_json},
+          {"special_tokens_map.json", tok.special_tokens_map_json}};
+}
+
+// The save_pretrained folder of a GPT-2 run: config.json, the weights without lm_head.weight
+// (tied to transformer.wte.weight; from_pretrained ties them again) and the tokenizer.
+std::vector<ExportedFile> gpt2_huggingface_files(const models::Gpt2LMHeadModel& gpt2,
+                                                 const CausalLmTask& task,
+                                                 const models::StateDict& entries) {
+  // Documents end in [SEP] in batchlab's token stream: GPT-2's <|endoftext|> role.
+  const models::Gpt2SpecialTokens tokens{data::kSepId, data::kSepId, data::kPadId};
+  std::vector<ExportedFile> files = {
+      {"config.json", models::hf_gpt2_config_json(gpt2.config(), tokens)},
+      {"model.safetensors", as_string(models::safetensors_bytes(
+                                without(entries, {"lm_head.weight"}), kSafetensorsMetadata))}};
+  for (auto& f : tokenizer_files(task.corpus(), gpt2.config().max_positions)) {
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+// The save_pretrained folder of a BERT or GPT-2 run: what transformers writes for the same network.
 std::vector<ExportedFile> huggingface_files(const config::ModelConfig& model, train::Task& task,
                                             const models::StateDict& entries) {
+  const auto* gpt2 = dynamic_cast<const models::Gpt2LMHeadModel*>(&task.model());
+  const auto* clm = dynamic_cast<const CausalLmTask*>(&task);
+  if (gpt2 != nullptr && clm != nullptr) return gpt2_huggingface_files(*gpt2, *clm, entries);
   const auto* bert = dynamic_cast<const models::BertForPretraining*>(&task.model());
   const auto* mlm = dynamic_cast<const MaskedLmTask*>(&task);
   if (bert == nullptr || mlm == nullptr) {
     throw InputError(fmt::format(
-        "--format hf: model.arch = \"{}\" is no BERT; a Hugging Face folder holds a BERT run "
-        "(model.arch = \"bert_*\"): export pt or safetensors instead",
+        "--format hf: model.arch = \"{}\" is neither a BERT nor a GPT-2; a Hugging Face folder "
+        "holds a BERT (model.arch = \"bert_*\") or GPT-2 (\"gpt2_*\") run: export pt or "
+        "safetensors instead",
         model.arch));
   }
   if (model.norm_first) {
@@ -75,20 +119,15 @@ std::vector<ExportedFile> huggingface_files(const config::ModelConfig& model, tr
   }
   // save_pretrained leaves out the decoder tied to the embeddings (and its bias, tied to
   // cls.predictions.bias): from_pretrained ties them again.
-  models::StateDict kept;
-  for (const auto& e : entries) {
-    if (e.first != "cls.predictions.decoder.weight" && e.first != "cls.predictions.decoder.bias") {
-      kept.push_back(e);
-    }
+  const models::StateDict kept =
+      without(entries, {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"});
+  std::vector<ExportedFile> files = {
+      {"config.json", models::hf_bert_config_json(bert->config())},
+      {"model.safetensors", as_string(models::safetensors_bytes(kept, kSafetensorsMetadata))}};
+  for (auto& f : tokenizer_files(mlm->corpus(), bert->config().max_seq_len)) {
+    files.push_back(std::move(f));
   }
-  const std::string tokenizer = mlm->corpus().tokenizer->path();
-  const auto spm = data::read_sentencepiece_model_file(tokenizer);
-  const auto tok = data::hf_tokenizer_files(spm, tokenizer, bert->config().max_seq_len);
-  return {{"config.json", models::hf_bert_config_json(bert->config())},
-          {"model.safetensors", as_string(models::safetensors_bytes(kept, kSafetensorsMetadata))},
-          {"tokenizer.json", tok.tokenizer_json},
-          {"tokenizer_config.json", tok.tokenizer_config_json},
-          {"special_tokens_map.json", tok.special_tokens_map_json}};
+  return files;
 }
 
 }  // namespace
@@ -156,7 +195,7 @@ ExportedWeights export_weights(const config::ExperimentConfig& config, const std
   exported.tensors = static_cast<int64_t>(entries.size());
   exported.names = models::pytorch_naming(model.arch);
   exported.module = models::pytorch_module(model.arch, entries);
-  if (exported.names == "huggingface" && model.norm_first) {
+  if (exported.names == "huggingface" && model.norm_first && !models::is_gpt2_arch(model.arch)) {
     // The names match Hugging Face's, the computation does not: promise no more than the names.
     exported.module.describe +=
         "; but model.norm_first = true (pre-LN blocks): Hugging Face's BERT is post-LN, so a "
