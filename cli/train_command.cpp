@@ -253,15 +253,27 @@ train::TrainerOptions trainer_options(const Args& args, const Job& job, const di
   return options;
 }
 
+// The config recorded with the run (runs.config_toml): the job's, plus the hash of the tokenizer
+// file it trains with (data.tokenizer_sha256), so that `export --format hf` can refuse a tokenizer
+// replaced since. The run id stays the job's: it is worked out from the job's config alone, and
+// a config without the key keeps the id it always had.
+std::string recorded_config_toml(const config::ExperimentConfig& cfg, const train::Task& task) {
+  config::ExperimentConfig recorded = cfg;
+  if (const auto sha = task.tokenizer_sha256(); !sha.empty()) recorded.data.tokenizer_sha256 = sha;
+  return config::to_canonical_toml(recorded);
+}
+
 // Rank 0 records the run from here on (everything that can reject the input has run).
 // `started_over`: why this attempt starts from step 0 although the run had checkpoints.
-std::shared_ptr<SqliteReporter> open_records(const Job& job, int64_t resume_step,
+std::shared_ptr<SqliteReporter> open_records(const Job& job, const train::Task& task,
+                                             int64_t resume_step,
                                              const std::optional<std::string>& started_over) {
   const auto& cfg = job.cfg;
   if (auto parent = std::filesystem::path(job.db_path).parent_path(); !parent.empty()) {
     std::filesystem::create_directories(parent);
   }
   RunIdentity identity = sweeps::run_row_of(cfg);  // the same row `sweep plan` registers
+  identity.config_toml = recorded_config_toml(cfg, task);
   identity.host = host_name();
   identity.git_sha = git_sha();
   identity.torch_version = torch_version();
@@ -324,7 +336,7 @@ int cmd_train(const std::vector<std::string>& argv) {
   // A checkpoint of another configuration is bad input, refused before anything is recorded.
   const int64_t resume_step = trainer.resume();
   const auto records =
-      rv.rank == 0 ? open_records(job, resume_step, trainer.started_over()) : nullptr;
+      rv.rank == 0 ? open_records(job, *task, resume_step, trainer.started_over()) : nullptr;
   if (records) reporter.add(records);
   // Last, so the rows of the faulting step are already queued when the fault strikes.
   if (auto fault = make_fault_injector(job.run_id, rv.rank)) reporter.add(fault);

@@ -47,6 +47,11 @@ struct DataConfig {
   double mask_prob = 0.15;
   bool sentence_pair = false;
   std::string tokenizer;
+  // The SHA-256 of the tokenizer's model file the run trained with. `train` writes it into the
+  // run's recorded config (runs.config_toml) and leaves the run id as it was; when a config holds
+  // it, a tokenizer file with other bytes is refused (a retrained tokenizer of the same size maps
+  // text to ids the weights never saw): resuming, or `export --format hf`.
+  std::string tokenizer_sha256;
 };
 
 }  // namespace batchlab::config

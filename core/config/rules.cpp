@@ -29,6 +29,15 @@ std::optional<std::string> NonEmpty::operator()(const std::string& value) const 
   return std::string("must not be empty");
 }
 
+std::optional<std::string> Sha256Hex::operator()(const std::string& value) const {
+  const bool hex =
+      value.size() == 64 && value.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (value.empty() || hex) return std::nullopt;  // "" = not recorded
+  return std::string(
+      "must be a SHA-256 in 64 lower-case hex digits (batchlab writes it: remove the key rather "
+      "than edit it)");
+}
+
 std::optional<std::string> DeviceName::operator()(const std::string& value) const {
   if (value == "cpu" || value == "cuda") return std::nullopt;
   constexpr std::string_view kCuda = "cuda:";

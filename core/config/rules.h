@@ -108,6 +108,11 @@ struct NonEmpty {
   std::optional<std::string> operator()(const std::string& value) const;
 };
 
+// A SHA-256 as batchlab writes it: 64 lower-case hex digits (or "": none recorded).
+struct Sha256Hex {
+  std::optional<std::string> operator()(const std::string& value) const;
+};
+
 // "cpu", "cuda" or "cuda:N".
 struct DeviceName {
   std::optional<std::string> operator()(const std::string& value) const;

@@ -196,6 +196,7 @@ Table<DataConfig> data_table() {
                                both(at_least(0), max_image_size())),
       field("test_size", &DataConfig::test_size, both(at_least(0), max_samples())),
       field("tokenizer", &DataConfig::tokenizer),
+      field_omitted_at_default("tokenizer_sha256", &DataConfig::tokenizer_sha256, Sha256Hex{}),
       field("train_size", &DataConfig::train_size, both(at_least(0), max_samples())),
       field("val_size", &DataConfig::val_size, both(at_least(0), max_samples())),
       field("workers", &DataConfig::workers, both(at_least(0), max_workers())),

@@ -107,6 +107,10 @@ class Task {
   // run so that a report can say when a run ended at or below it; nullopt where accuracy has no
   // single chance level (masked-LM accuracy over a vocabulary of unequal frequencies).
   virtual std::optional<double> chance_accuracy() const { return std::nullopt; }
+
+  // The SHA-256 of the tokenizer file a text task encodes with, recorded with the run as
+  // data.tokenizer_sha256 (core/config/data_config.h); "" for a task without one.
+  virtual std::string tokenizer_sha256() const { return {}; }
 };
 
 }  // namespace batchlab::train

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/config/init_file.h"
 #include "core/config/sha256.h"
 #include "core/errors.h"
 
@@ -71,8 +72,23 @@ std::shared_ptr<const Tokenizer> load_shared(const std::string& path) {
   return std::make_shared<const Tokenizer>(Tokenizer::load(path));
 }
 
+// The tokenizer file's hash, refused when the config records another (data.tokenizer_sha256).
+std::string checked_tokenizer_sha256(const std::string& path, const std::string& recorded) {
+  const std::string sha = config::file_sha256(path);
+  if (!recorded.empty() && sha != recorded) {
+    throw DataError(fmt::format(
+        "{}: the tokenizer has SHA-256 {}, but the run trained with data.tokenizer_sha256 = {}: "
+        "the file was replaced since (a tokenizer retrained at the same vocabulary size maps text "
+        "to ids the weights never saw). Put the tokenizer the run trained with back at {}; to "
+        "train a new run with this one, remove data.tokenizer_sha256 from its config",
+        path, sha, recorded, path));
+  }
+  return sha;
+}
+
 TextCorpus open_packed(const std::string& dir, const std::string& tokenizer_path,
-                       bool skip_corrupt) {
+                       const config::DataConfig& data) {
+  const bool skip_corrupt = data.skip_corrupt;
   TextCorpus corpus;
   corpus.shards = TokenShards::open(dir, skip_corrupt);
   const auto& skipped = corpus.shards->skipped();
@@ -82,6 +98,7 @@ TextCorpus open_packed(const std::string& dir, const std::string& tokenizer_path
     for (const auto& why : skipped) fmt::print(stderr, "  {}\n", why);
   }
   corpus.tokenizer = load_shared(tokenizer_path);
+  corpus.tokenizer_sha256 = checked_tokenizer_sha256(tokenizer_path, data.tokenizer_sha256);
   corpus.source = dir;
   if (corpus.tokenizer->vocab_size() != corpus.shards->vocab_size()) {
     throw DataError(fmt::format(
@@ -187,7 +204,7 @@ TextCorpus prepare_text_corpus(const config::DataConfig& data, int64_t vocab_siz
   if (fs::is_directory(path) && fs::exists(fs::path(path) / kShardIndexName)) {
     const auto tok =
         data.tokenizer.empty() ? (fs::path(path) / kTokenizerFileName).string() : data.tokenizer;
-    return open_packed(path, tok, data.skip_corrupt);
+    return open_packed(path, tok, data);
   }
   if (!fs::exists(path)) {
     throw InputError(fmt::format("data.path = {}: no such file or directory{}", path,
@@ -215,7 +232,7 @@ TextCorpus prepare_text_corpus(const config::DataConfig& data, int64_t vocab_siz
     return data.tokenizer.empty() ? (dir / kTokenizerFileName).string() : data.tokenizer;
   };
   if (fs::exists(entry / kShardIndexName))
-    return open_packed(entry.string(), tokenizer_in(entry), data.skip_corrupt);
+    return open_packed(entry.string(), tokenizer_in(entry), data);
 
   const auto started = std::chrono::steady_clock::now();
   fmt::print(stderr, "batchlab: tokenizing {} ({} files) once into the cache {}\n", path,
@@ -248,7 +265,7 @@ TextCorpus prepare_text_corpus(const config::DataConfig& data, int64_t vocab_siz
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   fmt::print(stderr, "batchlab: text cache ready after {:.1f} s\n", seconds);
-  return open_packed(entry.string(), tokenizer_in(entry), data.skip_corrupt);
+  return open_packed(entry.string(), tokenizer_in(entry), data);
 }
 
 }  // namespace batchlab::data

@@ -60,7 +60,8 @@ PackTextSummary pack_text(const std::vector<std::string>& files, const Tokenizer
 struct TextCorpus {
   std::shared_ptr<const TokenShards> shards;
   std::shared_ptr<const Tokenizer> tokenizer;
-  std::string source;  // what data.path resolved to (the shard directory read)
+  std::string tokenizer_sha256;  // of the tokenizer's model file
+  std::string source;            // what data.path resolved to (the shard directory read)
 };
 
 // The cache root described above (not created here).
@@ -68,8 +69,9 @@ std::string text_cache_root();
 
 // Resolves data.path as described above. `vocab_size` is used only when a tokenizer must be
 // trained. Prints one line to stderr when it builds a cache entry (a minute or so for the default
-// corpus). Throws InputError/DataError naming the path at fault, and DataError when the shards'
-// vocabulary differs from the tokenizer's.
+// corpus). Throws InputError/DataError naming the path at fault, DataError when the shards'
+// vocabulary differs from the tokenizer's, and DataError naming both hashes when
+// data.tokenizer_sha256 is set and the tokenizer file has other bytes.
 TextCorpus prepare_text_corpus(const config::DataConfig& data, int64_t vocab_size);
 
 }  // namespace batchlab::data

@@ -44,6 +44,7 @@ class MaskedLmTask : public train::Task {
                           std::optional<uint64_t> augment_seed) override;
   train::BatchOutput forward(const train::Batch& batch) override;
   void set_progress(double progress) override;
+  std::string tokenizer_sha256() const override { return corpus_.tokenizer_sha256; }
 
   int64_t current_seq_len() const { return current_seq_len_; }
   const data::TextCorpus& corpus() const { return corpus_; }
