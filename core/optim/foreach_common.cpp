@@ -21,6 +21,16 @@ std::vector<std::vector<size_t>> bucket_indices(const std::vector<BucketKey>& ke
   return buckets;
 }
 
+std::vector<at::Tensor> foreach_norm(const std::vector<at::Tensor>& tensors) {
+  bool reduced = false, wide = false;
+  for (const at::Tensor& t : tensors) {
+    reduced = reduced || t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16;
+    wide = wide || t.scalar_type() == at::kDouble;
+  }
+  if (!reduced) return at::_foreach_norm(tensors);
+  return at::_foreach_norm(tensors, 2, wide ? at::kDouble : at::kFloat);
+}
+
 std::vector<std::vector<std::array<double, 2>>> read_norm_pairs(
     const std::vector<std::vector<at::Tensor>>& a, const std::vector<std::vector<at::Tensor>>& b) {
   std::vector<std::vector<std::array<double, 2>>> out(a.size());

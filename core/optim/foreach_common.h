@@ -31,6 +31,12 @@ struct BucketKey {
 // Indices of keys grouped by equal key: buckets in order of first appearance, indices ascending.
 std::vector<std::vector<size_t>> bucket_indices(const std::vector<BucketKey>& keys);
 
+// at::_foreach_norm of `tensors` (0-dim tensors, one per input), computed in float32 when any input
+// is float16 or bfloat16 (float64 when one is float64): in their own precision the norms of
+// half-precision tensors overflow to inf past 65504 (a float16 tensor of 10,000 values of 1000
+// has norm 100,000), and bfloat16's keep 8 bits. One multi-tensor op as before.
+std::vector<at::Tensor> foreach_norm(const std::vector<at::Tensor>& tensors);
+
 // Per-tensor norm pairs (a_i, b_i) of several buckets, each pair of lists as returned by
 // at::_foreach_norm (0-dim tensors), read to the host with ONE read per device (one in practice):
 // out[k][i] = {a_i, b_i} of bucket k, as double.

@@ -90,8 +90,8 @@ void lamb_foreach_step(const std::vector<LambForeachItem>& items, const ClipFact
       at::_foreach_add_(b.params, b.updates, -b.options->lr());
       continue;
     }
-    w_norms.push_back(at::_foreach_norm(b.params));
-    r_norms.push_back(at::_foreach_norm(b.updates));
+    w_norms.push_back(foreach_norm(b.params));
+    r_norms.push_back(foreach_norm(b.updates));
     adapted_buckets.push_back(std::move(b));
   }
   if (adapted_buckets.empty()) return;

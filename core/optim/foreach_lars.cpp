@@ -79,8 +79,8 @@ void lars_foreach_step(const std::vector<LarsForeachItem>& items) {
       update(b, {});
       continue;
     }
-    w_norms.push_back(at::_foreach_norm(b.params));
-    g_norms.push_back(at::_foreach_norm(b.grads));
+    w_norms.push_back(foreach_norm(b.params));
+    g_norms.push_back(foreach_norm(b.grads));
     adapted_buckets.push_back(std::move(b));
   }
   if (adapted_buckets.empty()) return;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/optim/foreach_common.h"
 #include "core/optim/fused_kernels.h"
 #include "core/optim/multi_tensor.h"
 
@@ -18,6 +19,27 @@ std::vector<at::Tensor> defined_grads(const std::vector<at::Tensor>& params) {
   return grads;
 }
 
+// Divides the gradients by the 0-dim `factor` with one multi-tensor op per dtype, not one op per
+// tensor (a launch each on a GPU). Half-precision gradients take the factor in float32: in float16
+// a factor past 65504 (a norm that far above max_norm) would be inf and zero them.
+void divide_on_device(const std::vector<at::Tensor>& grads, const at::Tensor& factor) {
+  std::vector<at::ScalarType> dtypes;
+  std::vector<std::vector<at::Tensor>> of_dtype;
+  for (const at::Tensor& g : grads) {
+    size_t k = 0;
+    while (k < dtypes.size() && dtypes[k] != g.scalar_type()) ++k;
+    if (k == dtypes.size()) {
+      dtypes.push_back(g.scalar_type());
+      of_dtype.emplace_back();
+    }
+    of_dtype[k].push_back(g);
+  }
+  for (size_t k = 0; k < dtypes.size(); ++k) {
+    const bool reduced = dtypes[k] == at::kHalf || dtypes[k] == at::kBFloat16;
+    at::_foreach_div_(of_dtype[k], factor.to(reduced ? at::kFloat : dtypes[k]));
+  }
+}
+
 }  // namespace
 
 GradNorm global_grad_norm(const std::vector<at::Tensor>& params, bool on_host) {
@@ -27,9 +49,9 @@ GradNorm global_grad_norm(const std::vector<at::Tensor>& params, bool on_host) {
   bool host = on_host;
   for (const at::Tensor& g : grads) host = host && detail::fusable({&g});
   if (!host) {
-    // Per-tensor norms stay on the device (one multi-tensor op); one more norm of their stack
-    // gives the global one.
-    out.norm = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads)).to(at::kDouble));
+    // Per-tensor norms stay on the device (one multi-tensor op, in float32 at least so that
+    // half-precision gradients do not overflow); one more norm of their stack gives the global one.
+    out.norm = at::linalg_vector_norm(at::stack(detail::foreach_norm(grads)).to(at::kDouble));
     return out;
   }
   std::vector<int64_t> numels;
@@ -91,7 +113,7 @@ void clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, cons
     for (const at::Tensor& g : grads) detail::bump_version(g);
     return;
   }
-  for (const at::Tensor& g : grads) g.div_(factor.tensor.to(g.scalar_type()));
+  divide_on_device(grads, factor.tensor);
 }
 
 GradNorm clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {

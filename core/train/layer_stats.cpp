@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/optim/foreach_common.h"
 #include "core/optim/host_reads.h"
 
 namespace batchlab::train {
@@ -18,7 +19,7 @@ torch::Tensor stacked_norms(const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> detached;
   detached.reserve(tensors.size());
   for (const auto& t : tensors) detached.push_back(t.detach());
-  return torch::stack(at::_foreach_norm(detached)).to(torch::kFloat64);
+  return torch::stack(optim::detail::foreach_norm(detached)).to(torch::kFloat64);
 }
 
 // The trust ratios as host values (none where none was applied). Ratios already on the CPU (the
