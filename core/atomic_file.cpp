@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "core/errors.h"
@@ -35,6 +36,50 @@ bool is_path_problem(int error) {
       fmt::format("{}: cannot write the file: {}", path, std::strerror(error));
   if (is_path_problem(error)) throw InputError(message);
   throw Error(message + "; nothing was written there");
+}
+
+// The process's umask without changing it. umask(2) can only be read by setting it, and the
+// round trip (umask(0), then back) is process-wide: a file another thread creates in between
+// gets mode 0666. Linux (4.7 on) shows the mask in /proc/self/status; elsewhere the mask read
+// while the process starts (one thread then) is used.
+mode_t umask_at_start() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}
+const mode_t g_umask_at_start = umask_at_start();
+
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Umask:", 0) == 0) {
+      return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+    }
+  }
+  return g_umask_at_start;
+}
+
+// A hard link to an existing target, made before a commit renames over it, so a commit that fails
+// later can put the old file back. "" when the target does not exist (the rollback removes the
+// new file then) or is a folder or a device (the rename itself refuses a folder, and
+// check_output_path the rest). A file system without hard links gets a copy.
+std::string keep_old(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "";
+  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) return "";
+  const fs::path target(path);
+  for (int attempt = 0;; ++attempt) {
+    const std::string backup =
+        (folder_of(path) /
+         fmt::format(".{}.old-{}-{}", target.filename().string(), ::getpid(), attempt))
+            .string();
+    if (::link(path.c_str(), backup.c_str()) == 0) return backup;
+    if (errno == EEXIST) continue;
+    std::error_code ec;
+    if (fs::copy_file(path, backup, ec)) return backup;
+    throw_write_error(path, ec ? ec.value() : EIO);
+  }
 }
 
 }  // namespace
@@ -86,9 +131,7 @@ void AtomicFiles::write(const std::string& path, std::initializer_list<std::stri
   }
   pending_.push_back({tmp, path});
   // mkstemp makes the file 0600; give it the mode a plain new file would get (0666 less umask).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
+  ::fchmod(fd, 0666 & ~current_umask());
   int error = 0;
   for (std::string_view bytes : parts) {
     const char* data = bytes.data();
@@ -112,16 +155,39 @@ void AtomicFiles::write(const std::string& path, std::initializer_list<std::stri
 }
 
 void AtomicFiles::commit() {
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    if (::rename(pending_[i].tmp.c_str(), pending_[i].path.c_str()) != 0) {
-      const int error = errno;
-      const std::string path = pending_[i].path;
-      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(i));
-      discard();
-      throw InputError(fmt::format("{}: cannot write the file: {}", path, std::strerror(error)));
+  std::vector<Renamed> done;
+  try {
+    for (const Pending& p : pending_) {
+      std::string backup = keep_old(p.path);
+      if (::rename(p.tmp.c_str(), p.path.c_str()) != 0) {
+        const int error = errno;
+        if (!backup.empty()) ::unlink(backup.c_str());
+        throw InputError(
+            fmt::format("{}: cannot write the file: {}; {}", p.path, std::strerror(error),
+                        done.empty() ? "nothing was changed"
+                                     : "the files written with it were put back as they were"));
+      }
+      done.push_back({p.path, std::move(backup)});
     }
+  } catch (...) {
+    roll_back(done);
+    discard();
+    throw;
+  }
+  for (const Renamed& r : done) {
+    if (!r.backup.empty()) ::unlink(r.backup.c_str());
   }
   pending_.clear();
+}
+
+void AtomicFiles::roll_back(const std::vector<Renamed>& done) noexcept {
+  for (auto it = done.rbegin(); it != done.rend(); ++it) {
+    if (it->backup.empty()) {
+      ::unlink(it->path.c_str());
+    } else {
+      ::rename(it->backup.c_str(), it->path.c_str());
+    }
+  }
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {

@@ -2,7 +2,8 @@
 // written to a temporary beside its target (same folder, so the rename is atomic), flushed to disk,
 // and renamed into place; a write that fails (a full disk, a file size limit, a folder where the
 // file should go) removes its temporary and leaves the target as it was. Several files written
-// through one AtomicFiles appear together: none is renamed until all are written.
+// through one AtomicFiles appear together: none is renamed until all are written, and a commit
+// that fails half-way puts back the ones it renamed (commit() says how far that goes).
 #pragma once
 
 #include <initializer_list>
@@ -35,8 +36,13 @@ class AtomicFiles {
   // large payload, without joining them in memory first).
   void write(const std::string& path, std::initializer_list<std::string_view> parts);
 
-  // Renames every temporary over its target, in the order written. A rename that fails removes the
-  // temporaries not yet renamed and throws InputError.
+  // Renames every temporary over its target, in the order written. All or nothing, as far as
+  // POSIX allows (it has no rename of several files at once): before a target is replaced, a hard
+  // link keeps its old file, and a rename that fails puts every file renamed before it back (the
+  // old file through its link, or none where there was none), removes the temporaries and throws
+  // InputError. What it cannot promise: a process killed during commit (or a rollback's own rename
+  // failing) can leave the first files new and the others old, plus a hidden `.NAME.old-PID-N`
+  // link beside each replaced file; a reader that looks during commit can see some files new.
   void commit();
 
  private:
@@ -44,7 +50,12 @@ class AtomicFiles {
     std::string tmp;
     std::string path;
   };
+  struct Renamed {
+    std::string path;
+    std::string backup;  // the old file's link; "" when the path had no file
+  };
   void discard() noexcept;
+  static void roll_back(const std::vector<Renamed>& done) noexcept;
   std::vector<Pending> pending_;
 };
 

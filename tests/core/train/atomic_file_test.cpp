@@ -6,13 +6,20 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/errors.h"
 #include "tests/temp_dir.h"
+
+// Every umask(2) call of this test binary: the definition at the end of this file takes the place
+// of the C library's, so batchlab's own calls come here.
+std::atomic<int> g_umask_calls{0};
 
 namespace batchlab {
 namespace {
@@ -24,6 +31,13 @@ std::string slurp(const fs::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The umask, read (by a set and a reset) while nothing else runs.
+mode_t current_umask_for_test() {
+  const auto mask = static_cast<mode_t>(::syscall(SYS_umask, 0));
+  ::syscall(SYS_umask, mask);
+  return mask;
 }
 
 size_t entries(const fs::path& dir) {
@@ -98,6 +112,34 @@ TEST(AtomicFile, FilesWrittenTogetherAppearTogetherOrNotAtAll) {
   EXPECT_EQ(entries(dir.path), 2u);
 }
 
+TEST(AtomicFile, ACommitThatFailsHalfWayPutsBackTheFilesItRenamed) {
+  test_support::TempDir dir("atomic");
+  const fs::path a = dir.path / "a.txt", b = dir.path / "b.txt", folder = dir.path / "c";
+  write_file_atomically(a.string(), "old a");
+  fs::create_directories(folder / "inside");  // a folder that is not empty: rename(2) fails
+  AtomicFiles files;
+  files.write(a.string(), "new a");
+  files.write(b.string(), "new b");
+  files.write(folder.string(), "c");
+  EXPECT_THROW(files.commit(), InputError);
+  EXPECT_EQ(slurp(a), "old a") << "a replaced file is put back";
+  EXPECT_FALSE(fs::exists(b)) << "a new file is removed";
+  EXPECT_TRUE(fs::is_directory(folder / "inside"));
+  EXPECT_EQ(entries(dir.path), 2u) << "no temporary and no kept old file left";
+}
+
+TEST(AtomicFile, WritingNeverSetsTheProcesssUmaskThatOtherThreadsCreateFilesWith) {
+  // umask(2) is read only by setting it: a round trip (umask(0), then back) leaves every other
+  // thread a moment in which the files it creates get mode 0666. umask() below counts the calls.
+  test_support::TempDir dir("atomic");
+  const int before = g_umask_calls.load();
+  for (int i = 0; i < 3; ++i) write_file_atomically((dir.path / "m.txt").string(), "x");
+  EXPECT_EQ(g_umask_calls.load(), before);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path / "m.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u & ~current_umask_for_test());
+}
+
 TEST(AtomicFile, AReaderSeesTheOldFileOrTheNewOneNeverAPart) {
   test_support::TempDir dir("atomic");
   const fs::path path = dir.path / "big.bin";
@@ -113,3 +155,8 @@ TEST(AtomicFile, AReaderSeesTheOldFileOrTheNewOneNeverAPart) {
 
 }  // namespace
 }  // namespace batchlab
+
+extern "C" mode_t umask(mode_t mask) noexcept {
+  ++g_umask_calls;
+  return static_cast<mode_t>(::syscall(SYS_umask, mask));
+}
