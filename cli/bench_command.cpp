@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/app.h"
 #include "cli/args.h"
 #include "cli/runtime_info.h"
 #include "cli/si_format.h"
 #include "core/config/bench_config.h"
+#include "core/config/host_rules.h"
 #include "experiments/bench/throughput.h"
 #include "models/registry.h"
 
@@ -157,6 +159,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
   }
   const config::BenchConfig bench = bench_config(args);
   config::check_bench(bench, bench_models());
+  const config::Host host{static_cast<int64_t>(std::thread::hardware_concurrency()), 1};
+  for (const auto& w : config::bench_host_warnings(bench, host)) {
+    fmt::print(stderr, "warning: {} = {}: {}\n", w.key, w.value, w.rule);
+  }
   configure_threads(bench.threads);
   const experiments::BenchResult result = experiments::run_bench(bench);
   if (format == "json") {

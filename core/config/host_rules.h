@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/config/bench_config.h"
 #include "core/config/experiment_config.h"
 #include "core/errors.h"
 
@@ -31,5 +32,9 @@ struct Host {
 
 // Warnings for `config` on `host`, as diagnostics keyed by full path (unlocated).
 std::vector<Diagnostic> host_warnings(const ExperimentConfig& config, const Host& host);
+
+// The same rule for `batchlab bench --threads N` (one process), keyed "--threads": a throughput
+// measured with the threads taking turns on the cores measures the oversubscription.
+std::vector<Diagnostic> bench_host_warnings(const BenchConfig& bench, const Host& host);
 
 }  // namespace batchlab::config

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "tests/cli/cli_runner.h"
 
@@ -40,6 +41,26 @@ TEST(BenchCli, SmallResnetFiveStepsPrintsItsThroughput) {
   EXPECT_GT(table_number(r.output, "achieved"), 0.0) << r.output;
   EXPECT_NE(r.output.find("  MFU          n/a (pass --peak-tflops)"), std::string::npos);
   EXPECT_EQ(r.output.find("tokens/s"), std::string::npos);  // an image model
+}
+
+TEST(BenchCli, ThreadsPastTwiceTheCoresAreWarnedAboutOnStderr) {
+  const auto cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores <= 0) GTEST_SKIP() << "the hardware concurrency is unknown here";
+  const std::string threads = std::to_string(2 * cores + 1);
+  const auto r = run_batchlab(
+      "bench --model small_resnet --steps 1 --warmup 0 --batch 4 --format json --threads " +
+      threads);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --threads = " + threads + ": more than 2 x the " +
+                          std::to_string(cores) + " cores of this machine"),
+            std::string::npos)
+      << r.output;
+  // On stderr: the JSON on stdout stays JSON.
+  const auto json_only = run_batchlab(
+      "bench --model small_resnet --steps 1 --warmup 0 --batch 4 --format json --threads " +
+          threads,
+      false);
+  EXPECT_TRUE(nlohmann::json::accept(json_only.output)) << json_only.output;
 }
 
 TEST(BenchCli, JsonHasEveryFieldAndCountsOnlyTheTimedSteps) {

@@ -49,6 +49,22 @@ TEST(HostRules, OneThreadPerCoreAndUnknownMachinesNeverWarn) {
   EXPECT_TRUE(host_warnings(with_threads(1000), {0, 1}).empty());  // cores unknown
 }
 
+TEST(HostRules, BenchThreadsPastTwiceTheCoresAreWarnedAboutToo) {
+  BenchConfig bench;
+  bench.threads = 4;
+  EXPECT_TRUE(bench_host_warnings(bench, {2, 1}).empty());
+  bench.threads = 0;
+  EXPECT_TRUE(bench_host_warnings(bench, {2, 1}).empty());
+  bench.threads = 64;
+  const auto w = bench_host_warnings(bench, {2, 1});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].key, "--threads");
+  EXPECT_EQ(w[0].value, "64");
+  EXPECT_NE(w[0].rule.find("more than 2 x the 2 cores of this machine"), std::string::npos)
+      << w[0].rule;
+  EXPECT_NE(w[0].rule.find("use at most 4, or 0 for one per core"), std::string::npos) << w[0].rule;
+}
+
 TEST(HostRules, TheLoaderLocatesTheWarningAndStillAcceptsTheConfig) {
   std::vector<Diagnostic> warnings;
   LoadOptions options;
