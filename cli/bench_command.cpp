@@ -70,9 +70,9 @@ config::BenchConfig bench_config(const Args& args) {
 config::BenchModels bench_models() {
   config::BenchModels names;
   for (const auto& m : models::list_models()) {
+    if (m.family == "causal_lm") continue;  // no synthetic causal-LM workload (yet): not offered
     (m.family == "text" ? names.text : names.image).push_back(m.name);
   }
-    if (m.family == "causal_lm") continue;  // no synthetic causal-LM workload (yet): not offered
   return names;
 }
 
