@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/config/batch_geometry.h"
 #include "core/optim/lr_schedule.h"
-#include "core/train/data_order.h"
 
 namespace batchlab::sweeps {
 
@@ -18,8 +18,8 @@ DerivedValues derive_values(const config::ExperimentConfig& config,
     return d;
   }
   // Jobs run as one process each: world size 1 (the divisibility rule was checked with it).
-  d.micro_batch = batch.micro > 0 ? batch.micro : batch.global;
-  d.accum_steps = d.micro_batch > 0 ? batch.global / d.micro_batch : 0;
+  d.micro_batch = config::micro_batch(batch.global, batch.micro, 1);
+  d.accum_steps = config::accumulation(batch.global, batch.micro, 1).value_or(0);
   if (!train_size) {
     // A schedule given in steps needs no data size: its length, and a warmup in steps or as a
     // fraction, follow from the config alone (paper specs plan before the data is there).
@@ -45,7 +45,7 @@ DerivedValues derive_values(const config::ExperimentConfig& config,
     return d;
   }
   try {
-    const auto g = train::make_batch_geometry(batch.global, batch.micro, 1, *train_size);
+    const auto g = config::make_batch_geometry(batch.global, batch.micro, 1, *train_size);
     d.micro_batch = g.micro;
     d.accum_steps = g.accum;
     d.steps_per_epoch = g.steps_per_epoch;

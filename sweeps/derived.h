@@ -1,7 +1,7 @@
 // What a job's configuration implies before it runs: the peak learning rate after the scaling
 // rule, the batch geometry (accumulation, steps per epoch, samples an incomplete last batch drops)
 // and the schedule's warmup and total steps. Computed with the trainer's own functions
-// (optim::scaled_peak_lr, optim::LrSchedule, train::make_batch_geometry), so `sweep plan` shows
+// (optim::scaled_peak_lr, optim::LrSchedule, config::make_batch_geometry), so `sweep plan` shows
 // exactly what the run will record, without loading any data.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/config/batch_geometry.h"
 #include "core/config/canonical.h"
 #include "core/config/validation.h"
 
@@ -96,7 +97,7 @@ void validate_data_size_rules(const ExperimentConfig& config, const LoadOptions&
   const std::optional<int64_t> examples = options.training_examples(config.data);
   // A batch larger than the training set has no step per epoch: the batch geometry says so.
   if (!examples || config.batch.global <= 0 || *examples < config.batch.global) return;
-  validate_run_length(config.schedule, *examples / config.batch.global, out, read);
+  validate_run_length(config.schedule, steps_per_epoch(*examples, config.batch.global), out, read);
 }
 
 }  // namespace batchlab::config

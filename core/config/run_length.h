@@ -1,8 +1,8 @@
 // A run's length and warmup in optimizer steps, and the rules that need them. A schedule in epochs
 // (or a warmup in epochs) has a length in steps only once the training set's size is known:
 // steps per epoch = floor(training examples / batch.global), the batch geometry's count
-// (core/train/data_order.h). The LR schedule (core/optim/lr_schedule.h) computes its steps here,
-// and validation runs these rules before anything is loaded when the caller can tell the
+// (core/config/batch_geometry.h). The LR schedule (core/optim/lr_schedule.h) computes its steps
+// here, and validation runs these rules before anything is loaded when the caller can tell the
 // training set's size from the [data] section (LoadOptions::training_examples), so a warmup longer
 // than the run is reported with its file position and every other problem, not after the run's
 // banner. Where only loading the data tells the size (image folders, text shards), the schedule

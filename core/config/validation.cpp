@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/config/batch_geometry.h"
 #include "core/config/batch_rules.h"
 #include "core/config/canonical.h"
 #include "core/config/codecs.h"
@@ -109,6 +110,31 @@ bool keys_intact(const ReadContext* read, const std::vector<std::string>& paths)
   return true;
 }
 
+namespace {
+
+// A global batch that world_size x micro does not divide: the ratio and the nearest fix.
+Diagnostic indivisible_batch(int64_t global, int64_t micro, int64_t world_size) {
+  const std::string ratio =
+      world_size == 1
+          ? fmt::format("{} / {} = {}", global, micro, format_ratio(double(global) / double(micro)))
+          : fmt::format("{} / ({} x {}) = {}", global, world_size, micro,
+                        format_ratio(double(global) / (double(world_size) * double(micro))));
+  // Each device's share of the global batch (batch_geometry.h: micro 0 is global / world_size).
+  const int64_t per_device = micro_batch(global, 0, world_size);
+  const std::string fix =
+      per_device > 0
+          ? fmt::format("pick a micro that divides {} / {}{}", global, world_size,
+                        nearby_divisors(per_device, micro))
+          : fmt::format("pick a global batch that is a multiple of world_size x micro ({} x {})",
+                        world_size, micro);
+  return diagnostic("batch.global", format_integer(global),
+                    fmt::format("not world_size ({}) x micro ({}) x accumulation for any whole "
+                                "accumulation ({}); {}",
+                                world_size, micro, ratio, fix));
+}
+
+}  // namespace
+
 void validate_batch_geometry(const BatchConfig& batch, int64_t world_size,
                              std::vector<Diagnostic>& out) {
   if (world_size < 1) {
@@ -128,43 +154,17 @@ void validate_batch_geometry(const BatchConfig& batch, int64_t world_size,
                     global)));
     return;
   }
-
-  int64_t effective_micro = micro;
-  if (micro == 0) {
-    if (global % world_size != 0) {
-      out.push_back(diagnostic(
-          "batch.global", format_integer(global),
-          fmt::format("not divisible by world_size ({}); with batch.micro = 0 each device takes "
-                      "global / world_size, so pick a global batch that is a multiple of {} or "
-                      "set batch.micro",
-                      world_size, world_size)));
-      return;
-    }
-    effective_micro = global / world_size;
-  } else if (!(global % world_size == 0 && (global / world_size) % micro == 0)) {
-    // Written without world_size * micro, which could overflow for absurd inputs.
-    const std::string ratio =
-        world_size == 1
-            ? fmt::format("{} / {} = {}", global, micro,
-                          format_ratio(double(global) / double(micro)))
-            : fmt::format("{} / ({} x {}) = {}", global, world_size, micro,
-                          format_ratio(double(global) / (double(world_size) * double(micro))));
-    std::string fix;
-    if (global % world_size == 0) {
-      fix = fmt::format("pick a micro that divides {} / {}{}", global, world_size,
-                        nearby_divisors(global / world_size, micro));
-    } else {
-      fix = fmt::format("pick a global batch that is a multiple of world_size x micro ({} x {})",
-                        world_size, micro);
-    }
-    out.push_back(diagnostic(
-        "batch.global", format_integer(global),
-        fmt::format("not world_size ({}) x micro ({}) x accumulation for any whole accumulation "
-                    "({}); {}",
-                    world_size, micro, ratio, fix)));
+  if (!accumulation(global, micro, world_size)) {
+    out.push_back(micro > 0 ? indivisible_batch(global, micro, world_size)
+                            : diagnostic("batch.global", format_integer(global),
+                                         fmt::format("not divisible by world_size ({}); with "
+                                                     "batch.micro = 0 each device takes global / "
+                                                     "world_size, so pick a global batch that is a "
+                                                     "multiple of {} or set batch.micro",
+                                                     world_size, world_size)));
     return;
   }
-
+  const int64_t effective_micro = micro_batch(global, micro, world_size);
   if (batch.bn_group > 0 && effective_micro % batch.bn_group != 0) {
     out.push_back(diagnostic(
         "batch.bn_group", format_integer(batch.bn_group),

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "core/config/batch_geometry.h"
+
 namespace batchlab::train {
 
 // 64-bit mixing (SplitMix64 finalizer): decorrelates seeds that differ in one bit.
@@ -19,18 +21,10 @@ torch::Tensor epoch_permutation(int64_t data_seed, int64_t epoch, int64_t n);
 // size), measured in eval mode to compare train and test metrics like with like.
 torch::Tensor fixed_train_sample(int64_t data_seed, int64_t n, int64_t count);
 
-struct BatchGeometry {
-  int64_t global = 0;
-  int64_t micro = 0;
-  int64_t accum = 0;
-  int64_t world = 1;
-  int64_t steps_per_epoch = 0;    // floor(train_size / global)
-  int64_t dropped_per_epoch = 0;  // train_size - steps_per_epoch * global
-};
-
-// global = world x micro x accum; micro 0 means global / world. Throws InputError when the data
-// set is smaller than one global batch; divisibility is checked by config validation.
-BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world, int64_t train_size);
+// The batch geometry is config's one rule (core/config/batch_geometry.h): global = world x micro x
+// accum, steps per epoch and the samples an epoch drops.
+using config::BatchGeometry;
+using config::make_batch_geometry;
 
 // int64 [micro]: the examples of micro-batch `micro_index` of `rank` in update `step_in_epoch`.
 // Micro-batch j of rank r is the slice [(j * world + r) * micro, + micro) of the global batch, so

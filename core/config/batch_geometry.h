@@ -1,0 +1,44 @@
+// The batch geometry: how a global batch is split over devices and accumulated micro-batches, and
+// how many full batches an epoch holds. One torch-free rule (as learning_rate.h and run_length.h)
+// that config validation, the run length's rules, the sweep plan (sweeps/derived.h) and the trainer
+// (core/train/data_order.h) all call, so that none of them works it out on its own.
+//
+//   global = world x micro x accumulation      micro 0 means global / world (no accumulation)
+//   steps per epoch = floor(training examples / global); the rest of an epoch is dropped
+//
+// Validation (validation.cpp: validate_batch_geometry) reports a global batch that these numbers
+// do not divide, naming all three, before anything is allocated.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace batchlab::config {
+
+struct BatchGeometry {
+  int64_t global = 0;
+  int64_t micro = 0;
+  int64_t accum = 0;
+  int64_t world = 1;
+  int64_t steps_per_epoch = 0;    // floor(train_size / global)
+  int64_t dropped_per_epoch = 0;  // train_size - steps_per_epoch * global
+};
+
+// The micro-batch each device takes per forward pass: `micro`, or global / world when micro is 0
+// (0 when that does not divide, or for a world below 1).
+int64_t micro_batch(int64_t global, int64_t micro, int64_t world);
+
+// Micro-batches accumulated per update, global / (world x micro batch); nullopt when that is not a
+// whole number (or an input is not positive). Worked out without world x micro, which could
+// overflow for absurd inputs.
+std::optional<int64_t> accumulation(int64_t global, int64_t micro, int64_t world);
+
+// Full global batches per epoch of `train_size` examples (0 when the batch is larger).
+int64_t steps_per_epoch(int64_t train_size, int64_t global);
+
+// The whole geometry. Throws InputError when the training set is smaller than one global batch,
+// and a ConfigError (an internal check: validation reports it first) when the batch does not
+// divide.
+BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world, int64_t train_size);
+
+}  // namespace batchlab::config
