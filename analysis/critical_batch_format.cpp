@@ -19,39 +19,6 @@ std::string range_text(const results::Interval& i) {
   return fmt::format("{}-{}", batch_text(i.low), batch_text(i.high));
 }
 
-// A definition's spread named as what it is (results/critical_batch.h): "95% 36-41", "seed range
-// 23-30 (2 seeds)", "run range 12-40 (2 runs)", "se 5 (one seed)" or "none: why"; the draws with
-// no value in range counted ("; 87 of 1000 resamples not crossing by batch 512: unbounded").
-std::string spread_text(const results::Spread& s, const std::string& unbounded_means) {
-  using Kind = results::Spread::Kind;
-  std::string text;
-  switch (s.kind) {
-    case Kind::kInterval:
-      text = "95% " + range_text(s.range);
-      break;
-    case Kind::kSeedRange:
-      text = fmt::format("seed range {} ({} seeds)", range_text(s.range), s.draws);
-      break;
-    case Kind::kRunRange:
-      text = fmt::format("run range {} ({} runs)", range_text(s.range), s.draws);
-      break;
-    case Kind::kStandardError:
-      return fmt::format("se {:.0f} (one seed)", s.standard_error);
-    case Kind::kNone:
-      return "none: " + s.why;
-  }
-  if (s.unbounded == 0) return text;
-  const char* draws = s.kind == Kind::kInterval ? "resamples" : "seeds";
-  return fmt::format("{}; {} of {} {} {}: unbounded", text, s.unbounded, s.draws, draws,
-                     unbounded_means);
-}
-
-std::string measured_unbounded(const results::CriticalBatches& d) {
-  return d.measured_excess_spread.kind == results::Spread::Kind::kSeedRange
-             ? "not crossing by its own largest batch"
-             : fmt::format("not crossing by batch {}", batch_text(d.largest_batch));
-}
-
 // B_simple's spread over runs, with the runs' own range beside a bootstrap interval.
 std::string b_simple_text(const SeriesFit& f) {
   if (!f.b_simple) return "";
@@ -80,21 +47,6 @@ const char* kind_name(results::Spread::Kind kind) {
 }
 
 json bound_json(double v) { return std::isinf(v) ? json(nullptr) : json(v); }
-
-// {"kind", "low", "high" (null: unbounded), "se", "draws", "unbounded", "why"}, the fields that
-// do not apply null.
-json spread_json(const results::Spread& s) {
-  using Kind = results::Spread::Kind;
-  const bool ranged =
-      s.kind == Kind::kInterval || s.kind == Kind::kSeedRange || s.kind == Kind::kRunRange;
-  return {{"kind", kind_name(s.kind)},
-          {"low", ranged ? json(s.range.low) : json(nullptr)},
-          {"high", ranged ? bound_json(s.range.high) : json(nullptr)},
-          {"se", s.kind == Kind::kStandardError ? json(s.standard_error) : json(nullptr)},
-          {"draws", s.draws},
-          {"unbounded", s.unbounded},
-          {"why", s.kind == Kind::kNone ? json(s.why) : json(nullptr)}};
-}
 
 // The 95% interval alone as [low, high] (high null when unbounded), null for any other spread.
 json interval_json(const results::Spread& s) {
@@ -137,6 +89,49 @@ std::string measured_text(const results::CriticalBatches& d) {
 }
 
 }  // namespace
+
+std::string spread_text(const results::Spread& s, const std::string& unbounded_means) {
+  using Kind = results::Spread::Kind;
+  std::string text;
+  switch (s.kind) {
+    case Kind::kInterval:
+      text = "95% " + range_text(s.range);
+      break;
+    case Kind::kSeedRange:
+      text = fmt::format("seed range {} ({} seeds)", range_text(s.range), s.draws);
+      break;
+    case Kind::kRunRange:
+      text = fmt::format("run range {} ({} runs)", range_text(s.range), s.draws);
+      break;
+    case Kind::kStandardError:
+      return fmt::format("se {:.0f} (one seed)", s.standard_error);
+    case Kind::kNone:
+      return "none: " + s.why;
+  }
+  if (s.unbounded == 0) return text;
+  const char* draws = s.kind == Kind::kInterval ? "resamples" : "seeds";
+  return fmt::format("{}; {} of {} {} {}: unbounded", text, s.unbounded, s.draws, draws,
+                     unbounded_means);
+}
+
+std::string measured_unbounded(const results::CriticalBatches& d) {
+  return d.measured_excess_spread.kind == results::Spread::Kind::kSeedRange
+             ? "not crossing by its own largest batch"
+             : fmt::format("not crossing by batch {}", batch_text(d.largest_batch));
+}
+
+json spread_json(const results::Spread& s) {
+  using Kind = results::Spread::Kind;
+  const bool ranged =
+      s.kind == Kind::kInterval || s.kind == Kind::kSeedRange || s.kind == Kind::kRunRange;
+  return {{"kind", kind_name(s.kind)},
+          {"low", ranged ? json(s.range.low) : json(nullptr)},
+          {"high", ranged ? bound_json(s.range.high) : json(nullptr)},
+          {"se", s.kind == Kind::kStandardError ? json(s.standard_error) : json(nullptr)},
+          {"draws", s.draws},
+          {"unbounded", s.unbounded},
+          {"why", s.kind == Kind::kNone ? json(s.why) : json(nullptr)}};
+}
 
 results::QueryResult critical_batch_table(const std::vector<SeriesFit>& fits) {
   TableBuilder b;

@@ -13,6 +13,19 @@
 
 namespace batchlab::analysis {
 
+// A definition's spread as the tables print it: "95% 36-41", "seed range 23-30 (2 seeds)", "run
+// range 12-40 (2 runs)", "se 5 (one seed)" or "none: why", with the draws that have no value in
+// range counted ("; 87 of 1000 resamples <unbounded_means>: unbounded").
+std::string spread_text(const results::Spread& spread, const std::string& unbounded_means);
+
+// "not crossing by batch 512" (a resample) or "not crossing by its own largest batch" (a seed):
+// what an unbounded draw of the measured 20% batch means.
+std::string measured_unbounded(const results::CriticalBatches& d);
+
+// {"kind": "95%" | "seed range" | "run range" | "se" | "none", "low", "high" (null when
+// unbounded), "se", "draws", "unbounded", "why"}, the fields that do not apply null.
+nlohmann::json spread_json(const results::Spread& spread);
+
 // One row per series with a fit.
 results::QueryResult critical_batch_table(const std::vector<SeriesFit>& fits);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "analysis/critical_batch_format.h"
 #include "analysis/run_records.h"
 #include "analysis/study_report.h"
 #include "analysis/table_builder.h"
@@ -56,6 +57,7 @@ TargetRungFit rung_fit(const SeriesFit& f) {
   if (f.bootstrap) out.b_crit_interval = f.bootstrap->b_crit;
   out.b_crit_se = f.fit->b_crit_se;
   if (f.definitions) out.measured_excess = f.definitions->measured_excess;
+  out.definitions = f.definitions;
   return out;
 }
 
@@ -113,6 +115,17 @@ TrialCurves read_trial_curves(const std::string& db_path, const StudyRecords& re
   return out;
 }
 
+namespace {
+
+// The measured 20% batch, "> B" when no batch up to the largest crosses, "" without a fit.
+std::string measured_ladder_text(const TargetRungFit& f) {
+  if (!f.definitions) return "";
+  if (f.measured_excess) return fmt::format("{:.0f}", *f.measured_excess);
+  return fmt::format("> {:.0f}", f.definitions->largest_batch);
+}
+
+}  // namespace
+
 results::QueryResult target_ladder_table(const std::vector<TargetRung>& rungs) {
   TableBuilder b;
   for (const auto& rung : rungs) {
@@ -130,7 +143,11 @@ results::QueryResult target_ladder_table(const std::vector<TargetRung>& rungs) {
              : !f.b_crit ? std::string()
              : f.b_crit_se ? fmt::format("fewer than 3 seeds at a batch; se {:.0f}", *f.b_crit_se)
                            : std::string("fewer than 3 seeds at a batch; no se (2 batches)"));
-      b.number("20%_measured", f.measured_excess, "{:.0f}");
+      b.text("20%_measured", measured_ladder_text(f));
+      b.text("20%_measured_interval", f.definitions
+                                          ? spread_text(f.definitions->measured_excess_spread,
+                                                        measured_unbounded(*f.definitions))
+                                          : "");
       b.end_row();
     }
   }
@@ -161,13 +178,16 @@ nlohmann::json target_ladder_json(const std::vector<TargetRung>& rungs) {
         const auto& i = *f.b_crit_interval;
         interval = json::array({i.low, std::isinf(i.high) ? json(nullptr) : json(i.high)});
       }
-      fits.push_back({{"series", f.series},
-                      {"batches", f.batches},
-                      {"s_min", optional(f.s_min)},
-                      {"b_crit", optional(f.b_crit)},
-                      {"b_crit_interval", interval},
-                      {"b_crit_se", optional(f.b_crit_se)},
-                      {"measured_excess", optional(f.measured_excess)}});
+      fits.push_back(
+          {{"series", f.series},
+           {"batches", f.batches},
+           {"s_min", optional(f.s_min)},
+           {"b_crit", optional(f.b_crit)},
+           {"b_crit_interval", interval},
+           {"b_crit_se", optional(f.b_crit_se)},
+           {"measured_excess", optional(f.measured_excess)},
+           {"measured_excess_spread",
+            f.definitions ? spread_json(f.definitions->measured_excess_spread) : json(nullptr)}});
     }
     out.push_back({{"metric", rung.metric}, {"target", rung.target}, {"fits", fits}});
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analysis/study_records.h"
+#include "results/critical_batch.h"
 #include "results/query_result.h"
 #include "results/seed_bootstrap.h"
 
@@ -36,6 +37,9 @@ struct TargetRungFit {
   std::optional<results::Interval> b_crit_interval;  // 95% (3 seeds at every batch), else none
   std::optional<double> b_crit_se;  // the fit's standard error, shown where there is no interval
   std::optional<double> measured_excess;  // 20% over linear from the measured steps
+  // Every definition at this rung (results/critical_batch.h), the measured 20% batch's spread
+  // among them; nullopt without a fit.
+  std::optional<results::CriticalBatches> definitions;
 };
 
 struct TargetRung {
@@ -60,7 +64,8 @@ std::vector<TargetRung> target_ladder(const StudyRecords& records, const TrialCu
 // Reads the study's trials' evaluations of the cells' target metric (evals.<metric>).
 TrialCurves read_trial_curves(const std::string& db_path, const StudyRecords& records);
 
-// One row per rung and series: target, series, batches, S_min, B_crit, its interval, 20% measured.
+// One row per rung and series: target, series, batches, S_min, B_crit, its interval, 20% measured
+// ("> B" when no batch crosses) and its spread (critical_batch_format.h spread_text).
 results::QueryResult target_ladder_table(const std::vector<TargetRung>& rungs);
 
 // The table under a line saying what it is and the caveat; "" for no rungs.
@@ -68,7 +73,8 @@ std::string target_ladder_section(const std::vector<TargetRung>& rungs, results:
                                   const std::string& gap);
 
 // [{"metric", "target", "fits": [{"series", "batches", "s_min", "b_crit", "b_crit_interval"
-// ([low, high], high null when unbounded; null without one), "measured_excess"}]}].
+// ([low, high], high null when unbounded; null without one), "measured_excess",
+// "measured_excess_spread" (critical_batch_format.h spread_json; null without a fit)}]}].
 nlohmann::json target_ladder_json(const std::vector<TargetRung>& rungs);
 
 }  // namespace batchlab::analysis

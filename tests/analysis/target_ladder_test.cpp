@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "analysis/study_report.h"
 #include "tests/test_paths.h"
@@ -55,6 +58,40 @@ TEST(TargetLadder, OnTheTextStudyTheFinalRungIsTheReportsFitAndBCritGrowsWithDep
   EXPECT_TRUE(report.target_ladder[1].target > 5.8);  // a loss: shallower is higher
   const auto json = nlohmann::json::parse(format_study_report(report, results::QueryFormat::kJson));
   EXPECT_EQ(json["target_ladder"].size(), report.target_ladder.size());
+}
+
+// Every rung's measured 20% batch comes with its spread, named: 95% on the text study (3 seeds),
+// a seed range on the BERT study (2 seeds); "> B" where no batch crosses, never a blank.
+TEST(TargetLadder, EveryRungsMeasuredTwentyPercentBatchHasItsSpread) {
+  const auto data = std::filesystem::path(test_paths::source_dir()) / "docs" / "data";
+  for (const auto& [name, kind] :
+       {std::pair<std::string, std::string>{"text_scaling_study.db", "95%"},
+        {"bert_scaling_study.db", "seed range"}}) {
+    const auto report = build_study_report((data / name).string(), {});
+    ASSERT_FALSE(report.target_ladder.empty()) << name;
+    const auto table = target_ladder_table(report.target_ladder);
+    const auto column = [&](const std::string& c) {
+      return static_cast<size_t>(std::find(table.columns.begin(), table.columns.end(), c) -
+                                 table.columns.begin());
+    };
+    ASSERT_LT(column("20%_measured_interval"), table.columns.size());
+    size_t row = 0;
+    for (const auto& rung : report.target_ladder) {
+      for (const auto& f : rung.fits) {
+        const auto& cells = table.rows[row++];
+        if (!f.definitions) continue;
+        EXPECT_FALSE(cells[column("20%_measured")].value_or("").empty()) << name << f.series;
+        const auto spread = cells[column("20%_measured_interval")].value_or("");
+        if (f.definitions->measured_excess_spread.kind != results::Spread::Kind::kNone) {
+          EXPECT_EQ(spread.rfind(kind, 0), 0u) << name << " " << f.series << ": " << spread;
+        } else {
+          EXPECT_EQ(spread.rfind("none: ", 0), 0u) << spread;
+        }
+      }
+    }
+    const auto json = target_ladder_json(report.target_ladder);
+    EXPECT_EQ(json[0]["fits"][0]["measured_excess_spread"]["kind"], kind) << name;
+  }
 }
 
 }  // namespace
