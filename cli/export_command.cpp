@@ -23,6 +23,7 @@
 #include "core/atomic_file.h"
 #include "core/config/loader.h"
 #include "experiments/tasks/weights_export.h"
+#include "models/gpt2_config.h"
 #include "sweeps/run_layout.h"
 
 namespace batchlab::cli {
@@ -66,6 +67,13 @@ constexpr const char* kFolderPython =
     "from transformers import AutoTokenizer, BertForMaskedLM\n"
     "tokenizer = AutoTokenizer.from_pretrained(\"{0}\")\n"
     "model = BertForMaskedLM.from_pretrained(\"{0}\")\n";
+constexpr const char* kGpt2FolderModule =
+    "transformers' GPT2LMHeadModel.from_pretrained(DIR) (lm_head tied to transformer.wte); "
+    "AutoTokenizer.from_pretrained(DIR) encodes text to the ids the run trained on";
+constexpr const char* kGpt2FolderPython =
+    "from transformers import AutoTokenizer, GPT2LMHeadModel\n"
+    "tokenizer = AutoTokenizer.from_pretrained(\"{0}\")\n"
+    "model = GPT2LMHeadModel.from_pretrained(\"{0}\")\n";
 
 // --format hf's --out: a folder that exists or can be made (its parent exists), not a file.
 void check_output_folder(const std::string& out) {
@@ -169,8 +177,12 @@ int cmd_export(const std::vector<std::string>& argv) {
     info.best_metric = exported.best->metric;
     info.best_value = exported.best->value;
   }
-  info.module = folder ? std::string(kFolderModule) : exported.module.describe;
-  info.module_python = folder ? fmt::format(kFolderPython, out) : exported.module.python;
+  const bool gpt2 = models::is_gpt2_arch(cfg.model.arch);
+  info.module =
+      folder ? std::string(gpt2 ? kGpt2FolderModule : kFolderModule) : exported.module.describe;
+  info.module_python =
+      folder ? fmt::format(fmt::runtime(gpt2 ? kGpt2FolderPython : kFolderPython), out)
+             : exported.module.python;
   info.module_promised = folder || exported.module.promised;
   // The weights and their card appear together or not at all (core/atomic_file.h).
   if (folder) std::filesystem::create_directories(out);

@@ -11,17 +11,17 @@
 namespace batchlab::models {
 namespace {
 
-constexpr double kInitStd = 0.02;  // GPT2Config.initializer_range
+constexpr double kGpt2InitStd = 0.02;  // GPT2Config.initializer_range
 
 // GPT-2's initialization (transformers' GPT2PreTrainedModel._init_weights).
 void init_gpt2_weights(torch::nn::Module& root, int64_t num_layers) {
   torch::NoGradGuard no_grad;
   for (const auto& m : root.modules(/*include_self=*/false)) {
     if (auto* conv = m->as<Gpt2Conv1DImpl>()) {
-      torch::nn::init::normal_(conv->weight, 0.0, kInitStd);
+      torch::nn::init::normal_(conv->weight, 0.0, kGpt2InitStd);
       torch::nn::init::zeros_(conv->bias);
     } else if (auto* embedding = m->as<torch::nn::EmbeddingImpl>()) {
-      torch::nn::init::normal_(embedding->weight, 0.0, kInitStd);
+      torch::nn::init::normal_(embedding->weight, 0.0, kGpt2InitStd);
     } else if (auto* norm = m->as<torch::nn::LayerNormImpl>()) {
       torch::nn::init::ones_(norm->weight);
       torch::nn::init::zeros_(norm->bias);
@@ -29,7 +29,7 @@ void init_gpt2_weights(torch::nn::Module& root, int64_t num_layers) {
   }
   // Every block adds two branches to the residual stream; their last projections start smaller
   // so that the stream's variance does not grow with depth.
-  const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(num_layers));
+  const double residual_std = kGpt2InitStd / std::sqrt(2.0 * static_cast<double>(num_layers));
   for (const auto& m : root.modules(/*include_self=*/false)) {
     if (auto* attn = m->as<Gpt2AttentionImpl>()) {
       torch::nn::init::normal_(attn->c_proj->weight, 0.0, residual_std);

@@ -26,7 +26,7 @@ double lowest_of(torch::ScalarType dtype) {
   return lowest;
 }
 
-torch::nn::LayerNorm layer_norm(const Gpt2Config& config) {
+torch::nn::LayerNorm gpt2_layer_norm(const Gpt2Config& config) {
   return torch::nn::LayerNorm(
       torch::nn::LayerNormOptions({config.hidden}).eps(config.layer_norm_eps));
 }
@@ -97,9 +97,9 @@ torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& x) {
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config) {
-  ln_1 = register_module("ln_1", layer_norm(config));
+  ln_1 = register_module("ln_1", gpt2_layer_norm(config));
   attn = register_module("attn", Gpt2Attention(config));
-  ln_2 = register_module("ln_2", layer_norm(config));
+  ln_2 = register_module("ln_2", gpt2_layer_norm(config));
   mlp = register_module("mlp", Gpt2Mlp(config));
 }
 

@@ -10,7 +10,7 @@
 namespace batchlab::models {
 namespace {
 
-constexpr double kGpt2InitializerRange = 0.02;  // models/gpt2.cpp's kInitStd
+constexpr double kGpt2InitializerRange = 0.02;  // models/gpt2.cpp's kGpt2InitStd
 
 std::vector<HfShapeKey> gpt2_shape_keys(const Gpt2Config& c) {
   const std::string arch = fmt::format("model.arch = \"{}\"", c.name);
