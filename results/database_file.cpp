@@ -55,11 +55,26 @@ bool has_sqlite_header(const std::string& path, std::uintmax_t size) {
 // empty -wal and a -shm behind, also when the file turns out to be damaged (open_for_reading).
 void check_schema(const std::string& path, std::string_view role) {
   Connection db = open_for_reading(path, SQLITE_OPEN_READONLY);
-  // A damaged file fails here with a StoreInputError naming it (Connection::fail).
-  const std::int64_t version = db.pragma_int("user_version");
+  std::int64_t version = 0;
   std::vector<std::string> tables;
-  Statement stmt(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
-  while (stmt.step()) tables.push_back(stmt.column_text(0));
+  try {
+    // A damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) fails here with a StoreInputError naming it
+    // (Connection::fail).
+    version = db.pragma_int("user_version");
+    Statement stmt(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    while (stmt.step()) tables.push_back(stmt.column_text(0));
+  } catch (const StoreInputError&) {
+    throw;
+  } catch (const StoreError&) {
+    // Other damage SQLite reports as a plain SQLITE_ERROR ("unsupported file format": a header
+    // whose schema format is not one SQLite knows; found by fuzz_ingest) is bad input too; a lock
+    // held by another process is not.
+    if (is_locked_database(db.last_error_code())) throw;
+    refuse(path, role,
+           fmt::format("cannot be read as a SQLite database ({}): the file is damaged or not a "
+                       "database; give the path of a batchlab database",
+                       db.last_message()));
+  }
   if (version == 0 && !tables.empty()) {
     refuse(path, role,
            fmt::format("is a SQLite database of another program (no batchlab schema version; "

@@ -122,5 +122,23 @@ TEST(DatabaseFile, ACorruptDatabaseIsReportedAsCorruptNamingTheFile) {
   EXPECT_TRUE(contains(m, "restore it from a copy")) << m;
 }
 
+TEST(DatabaseFile, AHeaderSQLiteCallsAnUnsupportedFormatIsBadInput) {
+  // Found by fuzz_ingest: SQLite answers a schema format number it does not know (header bytes
+  // 44-47) with a plain SQLITE_ERROR, "unsupported file format", which was a StoreError (exit 1).
+  TempDir dir;
+  const std::string db = dir.file("records.db");
+  make_database(db);
+  for (const char* side : {"-wal", "-shm"}) fs::remove(db + side);
+  {
+    std::fstream f(db, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(44);
+    f.write("\0\0\0\x7f", 4);
+  }
+  const auto m =
+      input_error([&] { check_database_path(db, DatabaseUse::kRecords, "records file"); });
+  EXPECT_TRUE(contains(m, "records file cannot be read as a SQLite database")) << m;
+  EXPECT_TRUE(contains(m, "unsupported file format")) << m;
+}
+
 }  // namespace
 }  // namespace batchlab::results
