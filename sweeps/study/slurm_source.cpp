@@ -60,28 +60,59 @@ std::string trial_slurm_job(const RunLayout& layout, const std::string& run_id) 
 }
 
 struct SlurmTrialSource::Impl {
+  // A trial's life on Slurm as this coordinator tracks it. The transitions, one function each:
+  //   submit()               -> submitted    (from any state but stop_forced)
+  //   start(), job queued    -> adopted      (an earlier coordinator's job)
+  //   start(), unreadable    -> unfolded     (folded before anything is decided)
+  //   cancel_for_stop()      -> stop_forced  (its stop left unanswered past the grace)
+  // and once its job has left the queue (ended()): settle() (a result), force_stop() (stopped
+  // for its request), resubmit_unfolded(), or for a job without a result (NoResult: vanished,
+  // crashed, preempted) give_up_vanishing() (the coordinator stops), leave() (the coordinator is
+  // stopping), retry() or give_up().
+  enum class TrialState {
+    submitted,    // this coordinator submitted its job: it knows the snapshot from before, so it
+                  // can tell a job that published nothing
+    adopted,      // an earlier coordinator's job, still queued when this one started
+    unfolded,     // its snapshot was unreadable at the start
+    stop_forced,  // cancelled with scancel for leaving its stop request unanswered
+  };
+  // Why a job that left the queue has no result.
+  enum class NoResult {
+    vanished,   // it published nothing: batchlab never ran on the node
+    crashed,    // its records say failed
+    preempted,  // preempted, cancelled, or killed before its last snapshot
+  };
+
+  struct SlurmJob {
+    std::string id;
+    std::string output;   // Slurm's output file
+    int64_t attempt = 0;  // Slurm jobs submitted for the trial in all (runs.attempts)
+    std::optional<fs::file_time_type> records_at_submit;  // its snapshot when last submitted
+    int missing = 0;                                      // squeue answers in a row without the job
+  };
+  // What the trial has published, read every curve interval.
+  struct Curve {
+    Clock::time_point next_read;
+    std::optional<fs::file_time_type> read_version;  // the published records last read
+    std::optional<int64_t> published_step;           // their last evaluation's step
+    std::optional<Clock::time_point> new_eval_seen;  // when the last new evaluation was read
+    std::optional<Clock::duration> eval_gap;         // between the last two new evaluations
+  };
+  // The latest stop request written for the trial, and whether it has had its chance to answer.
+  struct PendingStop {
+    std::optional<StopRequest> request;
+    std::optional<int64_t> step_at_request;      // published when it was written
+    bool step_at_request_unread = false;         // ... not readable then: the first read says
+    std::optional<Clock::time_point> due_since;  // first evaluation published after it
+  };
   struct Tracked {
     Job job;
-    std::string slurm_job;
-    std::string output;   // Slurm's output file of its latest job
-    int64_t attempt = 0;  // Slurm jobs submitted for it in all (runs.attempts)
-    // How this coordinator came to track it: it submitted the job (it knows the snapshot from
-    // before, so it can tell a job that published nothing), adopted an earlier coordinator's job,
-    // or could not read its snapshot yet (folded before anything is decided).
-    enum class Origin { submitted, adopted, unfolded } origin = Origin::adopted;
-    std::optional<fs::file_time_type> records_at_submit;  // its snapshot when last submitted
+    TrialState state = TrialState::adopted;
+    SlurmJob slurm;
+    Curve curve;
+    PendingStop stop;
     int crashes = 0;
     int fold_errors = 0;
-    int missing = 0;  // squeue answers in a row without its job
-    Clock::time_point next_read;
-    std::optional<fs::file_time_type> read_version;   // the published records last read
-    std::optional<int64_t> published_step;            // their last evaluation's step
-    std::optional<Clock::time_point> new_eval_seen;   // when the last new evaluation was read
-    std::optional<Clock::duration> eval_gap;          // between the last two new evaluations
-    std::optional<StopRequest> stop;                  // the latest request written for it
-    std::optional<int64_t> step_at_request;           // published when it was written
-    std::optional<Clock::time_point> stop_due_since;  // first evaluation published after it
-    bool cancelled_for_stop = false;
   };
 
   SweepRecords& records;
@@ -129,7 +160,74 @@ struct SlurmTrialSource::Impl {
     stop = true;
   }
 
-  // Submits the trial's next job; false when sbatch would not (the coordinator then stops).
+  // ---- Starting to track a trial
+
+  void start(const Job& trial, const std::optional<StopRequest>& stop_request) {
+    records.register_jobs({trial});
+    layout.write_config(trial.run_id, trial.config_toml);
+    Tracked t;
+    t.job = trial;
+    t.slurm.id = trial_slurm_job(layout, trial.run_id);
+    t.curve.next_read = Clock::now();
+    const auto folded = fold_at_start(trial.run_id);
+    if (folded && *folded) return;  // ended meanwhile: reported from `found`
+    t.slurm.attempt = recorded_attempts(trial.run_id);
+    // A job recorded by an earlier coordinator is adopted while it is in the queue. When squeue
+    // does not answer it counts as alive: submitting it again could run the trial twice, and the
+    // next look at the queue settles it either way. An unreadable snapshot is not resubmitted
+    // either: check_queue folds it first.
+    bool adopt = false;
+    if (!t.slurm.id.empty()) {
+      const auto& queued = queued_jobs(/*fresh=*/false);
+      adopt = !queued || queued->count(t.slurm.id) > 0;
+    }
+    if (!folded && !adopt) {
+      t.state = TrialState::unfolded;  // tracked without a submission until its snapshot is read
+      adopt = true;
+    }
+    if (!adopt) {
+      std::error_code ec;
+      fs::remove(layout.stop_path(trial.run_id), ec);
+    }
+    if (stop_request) write_stop_request(layout.stop_path(trial.run_id), *stop_request);
+    t.stop.request = stop_request;
+    // The evaluations published so far predate this request (an adopted trial may be far past its
+    // step): the grace starts at the first one after them, as for a request to a tracked trial.
+    if (stop_request) note_step_at_request(t);
+    if (adopt || submit_at_start(t)) tracked.emplace(trial.run_id, std::move(t));
+  }
+
+  // Folds what the trial published before this coordinator: true when it ended with a result
+  // (reported from `found`), false when it goes on, nullopt when its snapshot cannot be read yet.
+  std::optional<bool> fold_at_start(const std::string& run_id) {
+    try {
+      const auto folded = records.ingest(run_id, std::nullopt);
+      if (folded && is_settled(folded->status)) {
+        found.push_back(trial_end_from(records.store(), run_id));
+        return true;
+      }
+      return false;
+    } catch (const std::exception&) {
+      return std::nullopt;  // check_queue folds it again before deciding anything
+    }
+  }
+
+  // A trial neither ended nor queued: submitted, unless its attempts are spent or sbatch will not.
+  bool submit_at_start(Tracked& t) {
+    if (t.slurm.attempt >= options.max_attempts) {
+      found.push_back(give_up(t, exhausted(t, "earlier coordinators submitted it")));
+      return false;
+    }
+    if (!submit(t)) {
+      found.push_back(interrupted(t.job.run_id, "not submitted: the coordinator stopped"));
+      return false;
+    }
+    return true;
+  }
+
+  // ---- Transitions while tracked
+
+  // -> submitted: the trial's next job; false when sbatch would not (the coordinator then stops).
   bool submit(Tracked& t) {
     SlurmSubmission submission;
     try {
@@ -143,21 +241,142 @@ struct SlurmTrialSource::Impl {
                                               : ""));
       return false;
     }
-    ++t.attempt;
-    t.missing = 0;
-    t.origin = Tracked::Origin::submitted;
-    t.slurm_job = submission.job_id;
-    t.output = submission.output(0);
-    t.records_at_submit = modified(layout.records_path(t.job.run_id));
-    write_file_atomically(layout.slurm_job_path(t.job.run_id), t.slurm_job + "\n");
+    ++t.slurm.attempt;
+    t.slurm.missing = 0;
+    t.state = TrialState::submitted;
+    t.slurm.id = submission.job_id;
+    t.slurm.output = submission.output(0);
+    t.slurm.records_at_submit = modified(layout.records_path(t.job.run_id));
+    write_file_atomically(layout.slurm_job_path(t.job.run_id), t.slurm.id + "\n");
     // Its array's one task; the attempt is recorded now, so that the bound survives us.
-    records.store().set_scheduler_job(t.job.run_id, t.slurm_job + "_0", t.attempt);
+    records.store().set_scheduler_job(t.job.run_id, t.slurm.id + "_0", t.slurm.attempt);
     JobEvent event;
     event.job = &t.job;
-    event.attempt = static_cast<int>(t.attempt);
+    event.attempt = static_cast<int>(t.slurm.attempt);
     event.status = std::string(results::run_status::kRunning);
     observer.started(event);
     return true;
+  }
+
+  // -> stop_forced: a trial that left its stop request unanswered past the grace is cancelled.
+  void cancel_for_stop(Tracked& t) {
+    run_slurm_command({"scancel", t.slurm.id});
+    t.state = TrialState::stop_forced;
+  }
+
+  // ---- Ends: the trial's job left the queue
+
+  // Its result, or a new submission. True while it is tracked (submitted again, or its snapshot
+  // not readable yet).
+  bool ended(Tracked& t, SourceEvents& events) {
+    std::optional<results::IngestedRun> folded;
+    try {
+      folded = records.ingest(t.job.run_id, t.slurm.attempt);
+      t.fold_errors = 0;
+    } catch (const std::exception&) {
+      if (++t.fold_errors < kFoldErrorsTolerated) return true;
+      throw;
+    }
+    const std::string status = folded ? folded->status : "";
+    if (is_settled(status)) return settle(t, events);
+    if (t.state == TrialState::stop_forced) return force_stop(t, events);
+    if (t.state == TrialState::unfolded) return resubmit_unfolded(t, events);
+    return no_result(t, folded, events);
+  }
+
+  // A result (done, diverged, stopped) goes to the engine.
+  bool settle(Tracked& t, SourceEvents& events) {
+    vanished_in_a_row = 0;
+    events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
+    return false;
+  }
+
+  // Cancelled for its stop: `stopped` for that request, with the evaluations it published (its
+  // last records may lie beyond the requested step).
+  bool force_stop(Tracked& t, SourceEvents& events) {
+    const std::string error = fmt::format(
+        "{}; it had not answered its stop file {} s after publishing an evaluation past the "
+        "request (and one interval between its evaluations), and its Slurm job {} was cancelled",
+        t.stop.request->at_step(t.stop.request->step),
+        std::chrono::duration_cast<std::chrono::seconds>(options.stop_grace).count(), t.slurm.id);
+    records.store().set_run_status(t.job.run_id, results::run_status::kStopped, error, std::nullopt,
+                                   t.stop.request->reason);
+    events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
+    return false;
+  }
+
+  // Adopted with an unreadable snapshot, now readable and without a result: submitted again.
+  bool resubmit_unfolded(Tracked& t, SourceEvents& events) {
+    if (t.slurm.attempt >= options.max_attempts) {
+      events.ended.push_back(give_up(t, exhausted(t, "earlier coordinators submitted it")));
+      return false;
+    }
+    return submit(t) || leave(t, events, "not submitted: the coordinator stopped");
+  }
+
+  // No result: preempted, cancelled (both record `preempted`), killed before its last snapshot
+  // (still `running`), crashed (`failed`), or never ran (vanished).
+  NoResult no_result_kind(const Tracked& t, const std::string& status) const {
+    if (t.state == TrialState::submitted &&
+        modified(layout.records_path(t.job.run_id)) == t.slurm.records_at_submit) {
+      return NoResult::vanished;
+    }
+    const bool crashed = status != results::run_status::kPreempted &&
+                         status != results::run_status::kRunning && !status.empty();
+    return crashed ? NoResult::crashed : NoResult::preempted;
+  }
+
+  bool no_result(Tracked& t, const std::optional<results::IngestedRun>& folded,
+                 SourceEvents& events) {
+    const NoResult kind = no_result_kind(t, folded ? folded->status : "");
+    vanished_in_a_row = kind == NoResult::vanished ? vanished_in_a_row + 1 : 0;
+    const std::string why = why_no_result(t, folded, kind == NoResult::vanished);
+    JobEvent event;
+    event.job = &t.job;
+    event.attempt = static_cast<int>(t.slurm.attempt);
+    event.status = kind == NoResult::preempted ? std::string(results::run_status::kPreempted)
+                                               : std::string(results::run_status::kFailed);
+    event.error = why;
+    event.exit = fmt::format("Slurm job {}", t.slurm.id);
+    if (kind == NoResult::vanished && vanished_in_a_row >= options.max_vanished_in_a_row) {
+      return give_up_vanishing(t, event, why, events);
+    }
+    if (stop) {
+      observer.finished(event);
+      return leave(t, events, "not submitted again: the coordinator stops (" + why + ")");
+    }
+    const bool crashed = kind == NoResult::crashed;
+    if ((!crashed || t.crashes < options.retries) && t.slurm.attempt < options.max_attempts) {
+      return retry(t, event, crashed, events);
+    }
+    observer.finished(event);
+    events.ended.push_back(
+        give_up(t, crashed && t.slurm.attempt < options.max_attempts
+                       ? fmt::format("crashed, after {} retries: {}", options.retries, why)
+                       : exhausted(t, why)));
+    return false;
+  }
+
+  // Jobs in a row that never ran: the same mistake would sink every trial, so the coordinator
+  // stops instead of submitting more.
+  bool give_up_vanishing(Tracked& t, const JobEvent& event, const std::string& why,
+                         SourceEvents& events) {
+    stop_for(fmt::format(
+        "{} trial jobs in a row ended without publishing any records; the last, {}. The "
+        "coordinator stops instead of submitting more (docs/sweeps.md, \"What a site needs\"): "
+        "make batchlab and LibTorch visible on the compute nodes and the run folder writable, "
+        "then `batchlab sweep submit` again",
+        vanished_in_a_row, why));
+    observer.finished(event);
+    events.ended.push_back(give_up(t, why));
+    return false;
+  }
+
+  bool retry(Tracked& t, JobEvent& event, bool crashed, SourceEvents& events) {
+    t.crashes += crashed ? 1 : 0;
+    event.retry = true;
+    observer.finished(event);
+    return submit(t) || leave(t, events, "not submitted again: the coordinator stopped");
   }
 
   // A trial that will not be submitted again: `failed` with `why`, to the engine.
@@ -166,53 +385,9 @@ struct SlurmTrialSource::Impl {
     return trial_end_from(records.store(), t.job.run_id);
   }
 
-  void start(const Job& trial, const std::optional<StopRequest>& stop_request) {
-    records.register_jobs({trial});
-    layout.write_config(trial.run_id, trial.config_toml);
-    Tracked t;
-    t.job = trial;
-    t.slurm_job = trial_slurm_job(layout, trial.run_id);
-    t.next_read = Clock::now();
-    bool folded_now = false;
-    try {
-      const auto folded = records.ingest(trial.run_id, std::nullopt);
-      folded_now = true;
-      if (folded && is_settled(folded->status)) {
-        found.push_back(trial_end_from(records.store(), trial.run_id));
-        return;
-      }
-    } catch (const std::exception&) {
-      // Unreadable for now (check_queue folds it again before deciding anything).
-    }
-    t.attempt = recorded_attempts(trial.run_id);
-    // A job recorded by an earlier coordinator is adopted while it is in the queue. When squeue
-    // does not answer it counts as alive: submitting it again could run the trial twice, and the
-    // next look at the queue settles it either way. An unreadable snapshot is not resubmitted
-    // either: check_queue folds it first.
-    bool adopt = false;
-    if (!t.slurm_job.empty()) {
-      const auto& queued = queued_jobs(/*fresh=*/false);
-      adopt = !queued || queued->count(t.slurm_job) > 0;
-    }
-    if (!folded_now && !adopt) {
-      t.origin = Tracked::Origin::unfolded;
-      adopt = true;  // tracked without a submission until its snapshot is read
-    }
-    if (!adopt) {
-      std::error_code ec;
-      fs::remove(layout.stop_path(trial.run_id), ec);
-    }
-    if (stop_request) write_stop_request(layout.stop_path(trial.run_id), *stop_request);
-    t.stop = stop_request;
-    if (!adopt && t.attempt >= options.max_attempts) {
-      found.push_back(give_up(t, exhausted(t, "earlier coordinators submitted it")));
-      return;
-    }
-    if (!adopt && !submit(t)) {
-      found.push_back(interrupted(trial.run_id, "not submitted: the coordinator stopped"));
-      return;
-    }
-    tracked.emplace(trial.run_id, std::move(t));
+  bool leave(Tracked& t, SourceEvents& events, std::string why) {
+    events.ended.push_back(interrupted(t.job.run_id, std::move(why)));
+    return false;
   }
 
   static TrialEnd interrupted(const std::string& run_id, std::string why) {
@@ -228,20 +403,7 @@ struct SlurmTrialSource::Impl {
         "its Slurm jobs ended without a result {} times, the bound (--max-attempts {}); the last: "
         "{}. Fix the cause, then `batchlab sweep submit` with a larger --max-attempts runs it "
         "again",
-        t.attempt, options.max_attempts, last);
-  }
-
-  // A trial cancelled because it left its stop request unanswered: `stopped` for that request, with
-  // the evaluations it published (its last records may lie beyond the requested step).
-  void record_forced_stop(Tracked& t, SourceEvents& events) {
-    const std::string error = fmt::format(
-        "{}; it had not answered its stop file {} s after publishing an evaluation past the "
-        "request (and one interval between its evaluations), and its Slurm job {} was cancelled",
-        t.stop->at_step(t.stop->step),
-        std::chrono::duration_cast<std::chrono::seconds>(options.stop_grace).count(), t.slurm_job);
-    records.store().set_run_status(t.job.run_id, results::run_status::kStopped, error, std::nullopt,
-                                   t.stop->reason);
-    events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
+        t.slurm.attempt, options.max_attempts, last);
   }
 
   // Why a job that left the queue has no result, for the log and the diagnosis.
@@ -251,100 +413,24 @@ struct SlurmTrialSource::Impl {
       return fmt::format(
           "Slurm job {} ended without publishing any records (batchlab did not run on the node, "
           "or could not write its run folder); {}",
-          t.slurm_job, output_says(t.output));
+          t.slurm.id, output_says(t.slurm.output));
     }
-    return fmt::format("Slurm job {}: {}; {}", t.slurm_job,
+    return fmt::format("Slurm job {}: {}; {}", t.slurm.id,
                        folded && folded->error ? *folded->error : "ended without a result",
-                       output_says(t.output));
-  }
-
-  // A trial whose job left the queue: its result, or a new submission. True while it is tracked
-  // (submitted again, or its snapshot not readable yet).
-  bool ended(Tracked& t, SourceEvents& events) {
-    std::optional<results::IngestedRun> folded;
-    try {
-      folded = records.ingest(t.job.run_id, t.attempt);
-      t.fold_errors = 0;
-    } catch (const std::exception&) {
-      if (++t.fold_errors < kFoldErrorsTolerated) return true;
-      throw;
-    }
-    const std::string status = folded ? folded->status : "";
-    if (t.cancelled_for_stop && !is_settled(status)) {
-      record_forced_stop(t, events);
-      return false;
-    }
-    if (is_settled(status)) {
-      vanished_in_a_row = 0;
-      events.ended.push_back(trial_end_from(records.store(), t.job.run_id));
-      return false;
-    }
-    if (t.origin == Tracked::Origin::unfolded) {
-      if (t.attempt >= options.max_attempts) {
-        events.ended.push_back(give_up(t, exhausted(t, "earlier coordinators submitted it")));
-        return false;
-      }
-      return submit(t) || leave(t, events, "not submitted: the coordinator stopped");
-    }
-    const bool vanished = t.origin == Tracked::Origin::submitted &&
-                          modified(layout.records_path(t.job.run_id)) == t.records_at_submit;
-    vanished_in_a_row = vanished ? vanished_in_a_row + 1 : 0;
-    // No result: preempted, cancelled (both record `preempted`), killed before its last snapshot
-    // (still `running`), crashed (`failed`), or never ran (vanished).
-    const bool crashed = !vanished && status != results::run_status::kPreempted &&
-                         status != results::run_status::kRunning && !status.empty();
-    const std::string why = why_no_result(t, folded, vanished);
-    JobEvent event;
-    event.job = &t.job;
-    event.attempt = static_cast<int>(t.attempt);
-    event.status = crashed || vanished ? std::string(results::run_status::kFailed)
-                                       : std::string(results::run_status::kPreempted);
-    event.error = why;
-    event.exit = fmt::format("Slurm job {}", t.slurm_job);
-    if (vanished && vanished_in_a_row >= options.max_vanished_in_a_row) {
-      stop_for(fmt::format(
-          "{} trial jobs in a row ended without publishing any records; the last, {}. The "
-          "coordinator stops instead of submitting more (docs/sweeps.md, \"What a site needs\"): "
-          "make batchlab and LibTorch visible on the compute nodes and the run folder writable, "
-          "then `batchlab sweep submit` again",
-          vanished_in_a_row, why));
-      observer.finished(event);
-      events.ended.push_back(give_up(t, why));
-      return false;
-    }
-    if (stop) {
-      observer.finished(event);
-      return leave(t, events, "not submitted again: the coordinator stops (" + why + ")");
-    }
-    const bool within = crashed ? t.crashes < options.retries : true;
-    if (within && t.attempt < options.max_attempts) {
-      t.crashes += crashed ? 1 : 0;
-      event.retry = true;
-      observer.finished(event);
-      return submit(t) || leave(t, events, "not submitted again: the coordinator stopped");
-    }
-    observer.finished(event);
-    events.ended.push_back(
-        give_up(t, crashed && t.attempt < options.max_attempts
-                       ? fmt::format("crashed, after {} retries: {}", options.retries, why)
-                       : exhausted(t, why)));
-    return false;
-  }
-
-  bool leave(Tracked& t, SourceEvents& events, std::string why) {
-    events.ended.push_back(interrupted(t.job.run_id, std::move(why)));
-    return false;
+                       output_says(t.slurm.output));
   }
 
   // The coordinator stops: every trial goes on in Slurm, reported to the engine as interrupted.
   void leave_running(SourceEvents& events) {
     for (auto& [run_id, t] : tracked) {
       events.ended.push_back(interrupted(
-          run_id, fmt::format("left running as Slurm job {}: the next coordinator adopts it",
-                              t.slurm_job)));
+          run_id,
+          fmt::format("left running as Slurm job {}: the next coordinator adopts it", t.slurm.id)));
     }
     tracked.clear();
   }
+
+  // ---- Watching the queue and the curves
 
   void check_queue(SourceEvents& events) {
     if (Clock::now() < next_queue) return;
@@ -353,12 +439,13 @@ struct SlurmTrialSource::Impl {
     if (!queued) return;  // squeue did not answer: decide nothing now
     for (auto it = tracked.begin(); it != tracked.end();) {
       Tracked& t = it->second;
-      const bool in_queue = !t.slurm_job.empty() && queued->count(t.slurm_job);
+      const bool in_queue = !t.slurm.id.empty() && queued->count(t.slurm.id);
       // Gone from two answers in a row before it counts as ended: one answer can miss a job that
       // is still there (a controller under load, a job between states), and a job wrongly taken
       // for ended is submitted again beside itself.
-      t.missing = in_queue ? 0 : t.missing + 1;
-      const bool keep = in_queue || (t.missing < 2 && !t.slurm_job.empty()) || ended(t, events);
+      t.slurm.missing = in_queue ? 0 : t.slurm.missing + 1;
+      const bool keep =
+          in_queue || (t.slurm.missing < 2 && !t.slurm.id.empty()) || ended(t, events);
       it = keep ? std::next(it) : tracked.erase(it);
     }
   }
@@ -366,8 +453,8 @@ struct SlurmTrialSource::Impl {
   void read_curves(SourceEvents& events) {
     const auto now = Clock::now();
     for (auto& [run_id, t] : tracked) {
-      if (now >= t.next_read) {
-        t.next_read = now + options.curve_interval;
+      if (now >= t.curve.next_read) {
+        t.curve.next_read = now + options.curve_interval;
         read_published(run_id, t, events, now);
       }
       check_stop_answered(t, now);
@@ -378,21 +465,28 @@ struct SlurmTrialSource::Impl {
   void read_published(const std::string& run_id, Tracked& t, SourceEvents& events,
                       Clock::time_point now) {
     const auto version = modified(layout.records_path(run_id));
-    if (!version || (t.read_version && *t.read_version == *version)) return;
+    if (!version || (t.curve.read_version && *t.curve.read_version == *version)) return;
     auto evals = read_trial_evals(layout.records_path(run_id), run_id);
     if (!evals) return;
-    t.read_version = version;
-    if (!evals->empty() && (!t.published_step || evals->back().step > *t.published_step)) {
-      if (t.new_eval_seen) t.eval_gap = now - *t.new_eval_seen;
-      t.new_eval_seen = now;
-      t.published_step = evals->back().step;
+    Curve& c = t.curve;
+    c.read_version = version;
+    if (!evals->empty() && (!c.published_step || evals->back().step > *c.published_step)) {
+      if (c.new_eval_seen) c.eval_gap = now - *c.new_eval_seen;
+      c.new_eval_seen = now;
+      c.published_step = evals->back().step;
+    }
+    if (t.stop.step_at_request_unread) {
+      t.stop.step_at_request = c.published_step;
+      t.stop.step_at_request_unread = false;
     }
     events.updates.push_back({run_id, std::move(*evals)});
     try {
-      records.ingest(run_id, t.attempt, /*series=*/false);  // progress for `sweep status`
+      records.ingest(run_id, t.slurm.attempt, /*series=*/false);  // progress for `sweep status`
     } catch (const std::exception&) {
     }
   }
+
+  // ---- Stop requests
 
   // A trial reads its stop file after every evaluation, so it answers at its first evaluation
   // after the request. The grace starts when an evaluation published after the request reaches
@@ -400,24 +494,47 @@ struct SlurmTrialSource::Impl {
   // evaluation may have been made just before the request was written). Past it the trial is
   // cancelled. Checked on every pass: a hung trial publishes nothing more.
   void check_stop_answered(Tracked& t, Clock::time_point now) {
-    if (!t.stop || t.cancelled_for_stop || !t.published_step || *t.published_step < t.stop->step) {
+    PendingStop& s = t.stop;
+    const auto& published = t.curve.published_step;
+    if (!s.request || t.state == TrialState::stop_forced || !published ||
+        *published < s.request->step) {
       return;
     }
-    if (t.step_at_request && *t.published_step <= *t.step_at_request) return;
-    if (!t.stop_due_since) t.stop_due_since = now;
-    const auto allowed = options.stop_grace + t.eval_gap.value_or(Clock::duration::zero());
-    if (now - *t.stop_due_since < allowed) return;
-    run_slurm_command({"scancel", t.slurm_job});
-    t.cancelled_for_stop = true;
+    if (s.step_at_request && *published <= *s.step_at_request) return;
+    if (!s.due_since) s.due_since = now;
+    const auto allowed = options.stop_grace + t.curve.eval_gap.value_or(Clock::duration::zero());
+    if (now - *s.due_since < allowed) return;
+    cancel_for_stop(t);
+  }
+
+  // What the trial has published when a request is written before this coordinator has read its
+  // snapshot: its last evaluation's step, or, while the snapshot cannot be read, whatever the
+  // first read finds.
+  void note_step_at_request(Tracked& t) {
+    t.stop.step_at_request.reset();
+    t.stop.step_at_request_unread = false;
+    if (!modified(layout.records_path(t.job.run_id))) return;  // nothing published yet
+    const auto evals = read_trial_evals(layout.records_path(t.job.run_id), t.job.run_id);
+    if (!evals) {
+      t.stop.step_at_request_unread = true;
+    } else if (!evals->empty()) {
+      t.stop.step_at_request = evals->back().step;
+    }
   }
 
   void request_stop(const std::string& run_id, const StopRequest& request) {
     write_stop_request(layout.stop_path(run_id), request);
     auto it = tracked.find(run_id);
     if (it == tracked.end()) return;
-    it->second.stop = request;
-    it->second.step_at_request = it->second.published_step;
-    it->second.stop_due_since.reset();
+    Tracked& t = it->second;
+    t.stop.request = request;
+    t.stop.due_since.reset();
+    if (t.curve.read_version) {
+      t.stop.step_at_request = t.curve.published_step;
+      t.stop.step_at_request_unread = false;
+    } else {
+      note_step_at_request(t);  // not read yet: what it has published may all predate the request
+    }
   }
 
   void maybe_publish() {

@@ -349,6 +349,33 @@ TEST(SlurmTrialSource, SbatchFailingOnceIsRetriedAndALimitStopsTheStudyWithNothi
   ::unsetenv("BATCHLAB_SLURM_RETRY_MS");
 }
 
+// Issue 45, point 1: sbatch queued the trial's job, then its answer timed out. The coordinator
+// retried blindly: two jobs for one trial in one run folder. The queued one is adopted.
+TEST(SlurmTrialSource, ATrialQueuedBeforeSbatchTimedOutIsAdoptedNotSubmittedTwice) {
+  ::setenv("BATCHLAB_SLURM_RETRY_MS", "1", 1);
+  FakeCluster c;
+  const std::string fake = c.dir().string();
+  // squeue answers in the format asked: job and comment for sbatch_submit's question, else the
+  // queue's lines.
+  c.replace("squeue", "case \"$*\" in *'%A|%k'*) cat " + fake + "/comments 2>/dev/null;; *) cat " +
+                          fake + "/queue 2>/dev/null;; esac\ntrue\n");
+  c.replace("sbatch", "if [ ! -e " + fake + "/timed-out ]; then touch " + fake +
+                          "/timed-out\n"
+                          "  echo \"100|$(sed -n 's/^#SBATCH --comment=//p' \"$2\")\" >> " +
+                          fake + "/comments\n" + c.sbatch_body("") +
+                          "  echo 'sbatch: error: Batch job submission failed: Socket timed out on "
+                          "send/recv operation' >&2\n  exit 1\nfi\n" +
+                          c.sbatch_body(""));
+  c.source().start(c.trial("d1"), std::nullopt);
+  EXPECT_EQ(c.submissions(), 1u) << "the timed-out submission queued the job: not submitted again";
+  EXPECT_EQ(trial_slurm_job(c.layout(), "d1"), "100");
+  EXPECT_EQ(c.records().store().get_run("d1")->scheduler_job, "100_0");
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.source().poll().ended.empty());
+  EXPECT_EQ(c.submissions(), 1u) << "tracked as queued";
+  EXPECT_EQ(c.source().running(), 1u);
+  ::unsetenv("BATCHLAB_SLURM_RETRY_MS");
+}
+
 // Defect 5: the grace was counted from the request, although a trial past the requested step
 // answers only at its next evaluation.
 TEST(SlurmTrialSource, TheStopGraceStartsAtTheFirstEvaluationPublishedAfterTheRequest) {
@@ -368,6 +395,29 @@ TEST(SlurmTrialSource, TheStopGraceStartsAtTheFirstEvaluationPublishedAfterTheRe
   const auto later = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
   while (std::chrono::steady_clock::now() < later && c.cancelled().empty()) c.source().poll();
   EXPECT_EQ(c.cancelled(), "100\n") << "a trial that still does not answer is cancelled";
+}
+
+// Issue 45, point 3: a coordinator adopting a trial with a pending stop started the grace at its
+// first read of the trial's snapshot, whose evaluations all predate the request.
+TEST(SlurmTrialSource, AnAdoptedTrialsStopGraceStartsAtItsFirstEvaluationAfterTheRequest) {
+  SlurmSourceOptions options;
+  options.stop_grace = std::chrono::milliseconds(300);
+  FakeCluster c(options);
+  fs::create_directories(c.layout().dir("g2"));
+  std::ofstream(c.layout().slurm_job_path("g2")) << "555\n";
+  c.queue("555");
+  c.publish("g2", "running", {2, 4, 6});  // already past step 4 when the request is written
+  c.source().start(c.trial("g2"), StopRequest{"stopped_by_race", 4});
+  EXPECT_EQ(c.submissions(), 0u) << "adopted";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
+  while (std::chrono::steady_clock::now() < until) c.source().poll();
+  EXPECT_EQ(c.cancelled(), "") << "no evaluation since the request: it has not had its chance";
+  c.publish("g2", "running", {2, 4, 6, 8});
+  c.source().poll();
+  EXPECT_EQ(c.cancelled(), "") << "the grace starts now";
+  const auto later = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  while (std::chrono::steady_clock::now() < later && c.cancelled().empty()) c.source().poll();
+  EXPECT_EQ(c.cancelled(), "555\n") << "a trial that still does not answer is cancelled";
 }
 
 // Defect 7: an unreadable snapshot while adopting (ESTALE on a shared filesystem, a half-visible
