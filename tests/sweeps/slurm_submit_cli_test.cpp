@@ -60,7 +60,10 @@ struct FakeSlurmCommands {
                           "/next'\n"
                           "echo \"$n\"\n");
   }
-  std::string env() const { return "PATH=" + (dir / "bin").string() + ":$PATH "; }
+  // The fakes first on PATH; sbatch's retries wait 1 ms instead of 1 s.
+  std::string env() const {
+    return "BATCHLAB_SLURM_RETRY_MS=1 PATH=" + (dir / "bin").string() + ":$PATH ";
+  }
   // Submissions other than --test-only checks.
   int submissions() const {
     std::ifstream in(dir / "sbatch.log");
@@ -141,6 +144,45 @@ TEST(SlurmSubmitCli, ASiteBannerOnStderrDoesNotBecomeTheArraysJobId) {
   ASSERT_EQ(jobs.rows.size(), 2u);
   EXPECT_EQ(jobs.rows[0][0].value_or(""), "100_0");
   EXPECT_EQ(jobs.rows[1][0].value_or(""), "100_1");
+}
+
+// Issue 45, point 1: sbatch queues the job, then its answer times out ("Socket timed out on
+// send/recv operation"). A blind retry queued the job a second time: a plain sweep's whole array,
+// or a study's coordinator. The job in the queue, found by its comment, is adopted instead.
+std::string sbatch_queues_then_times_out(const FakeSlurmCommands& fake) {
+  const std::string d = fake.dir.string();
+  return "if [ \"$1\" != --test-only ] && [ ! -e '" + d + "/timed-out' ]; then\n  touch '" + d +
+         "/timed-out'\n  c=$(sed -n 's/^#SBATCH --comment=//p' \"$2\")\n  n=$(cat '" + d +
+         "/next' 2>/dev/null || echo 100)\n  echo $((n + 1)) > '" + d +
+         "/next'\n  echo \"$n|$c\" >> '" + d +
+         "/queue'\n  echo 'sbatch: error: Batch job submission failed: Socket timed out on "
+         "send/recv "
+         "operation' >&2\n  exit 1\nfi\n";
+}
+
+TEST(SlurmSubmitCli, APlainSweepsArrayQueuedBeforeATimeOutIsAdoptedNotSubmittedTwice) {
+  SweepDir s("dup", "[grid]\n\"batch.global\" = [32, 64]\n");
+  FakeSlurmCommands fake(s.dir.path);
+  fake.sbatch(sbatch_queues_then_times_out(fake));
+  auto r = with_fake(fake, "sweep submit " + cli::testing::shell_quote(s.spec) + " --slurm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "submitted Slurm job 100 with 2 array tasks")) << r.output;
+  EXPECT_EQ(fake.submissions(), 1) << "one array, not two";
+  const auto jobs = s.query("SELECT scheduler_job FROM runs ORDER BY scheduler_job");
+  ASSERT_EQ(jobs.rows.size(), 2u);
+  EXPECT_EQ(jobs.rows[0][0].value_or(""), "100_0");
+  EXPECT_EQ(jobs.rows[1][0].value_or(""), "100_1");
+}
+
+TEST(SlurmSubmitCli, AStudysCoordinatorQueuedBeforeATimeOutIsAdoptedNotSubmittedTwice) {
+  SweepDir s("dupstudy", submit_study_body());
+  FakeSlurmCommands fake(s.dir.path);
+  fake.sbatch(sbatch_queues_then_times_out(fake));
+  auto r = with_fake(fake, "sweep submit " + cli::testing::shell_quote(s.spec) + " --slurm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "submitted its coordinator as Slurm job 100")) << r.output;
+  EXPECT_EQ(fake.submissions(), 1) << "one coordinator, not two";
+  EXPECT_EQ(read_text(s.runs_dir() + "/slurm/coordinator.txt"), "100\n");
 }
 
 // Defect 4: `sweep submit` checked for a live coordinator with no lock, so two at once both
