@@ -14,8 +14,10 @@
 #include "cli/sweep_context.h"
 #include "cli/sweep_study_slurm.h"
 #include "core/errors.h"
+#include "sweeps/scratch_dir.h"
 #include "sweeps/slurm.h"
 #include "sweeps/slurm_check.h"
+#include "sweeps/slurm_task.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {
@@ -165,19 +167,12 @@ int cmd_sweep_slurm_task(const std::vector<std::string>& argv) {
     throw UsageError(
         fmt::format("INDEX {}: not a number\nusage: {}", args.positionals()[1], args.usage()));
   }
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-  };
-  std::string tmp = env("SLURM_TMPDIR");
-  if (tmp.empty()) tmp = env("TMPDIR");
-  if (tmp.empty()) tmp = "/tmp";
-  const std::string local =
-      fmt::format("{}/batchlab-{}-{}-{}", tmp, env("SLURM_JOB_ID"), index, ::getpid());
+  // The job's records on the node's own disk, in a folder no other task or coordinator shares.
+  const sweeps::ScratchDir local(fmt::format("task{}", index));
   std::signal(SIGTERM, on_task_signal);
   std::signal(SIGINT, on_task_signal);
   const int code =
-      sweeps::run_slurm_task(self_executable(), args.positionals()[0], index, local,
+      sweeps::run_slurm_task(self_executable(), args.positionals()[0], index, local.path(),
                              std::chrono::seconds(args.integer("snapshot-every").value_or(30)),
                              &g_task_stop, static_cast<int>(args.integer("ranks").value_or(1)));
   return code == 0 ? kExitOk : kExitFailed;

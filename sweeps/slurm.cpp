@@ -1,22 +1,17 @@
 #include "sweeps/slurm.h"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "core/errors.h"
 #include "results/errors.h"
-#include "results/ingest.h"
 #include "results/rows.h"
 #include "results/store.h"
 #include "sweeps/process.h"
@@ -49,19 +44,6 @@ std::vector<std::pair<std::string, std::string>> submissions(const RunLayout& la
   return out;
 }
 
-// The full path of a program found on PATH (execve does not search), or `name` itself when it is
-// not found (the spawn then fails with a message naming it).
-std::string program_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return name;
-}
-
 std::string stamp() {
   std::string now = results::utc_now();  // 2024-05-01T12:34:56.789Z
   std::string out;
@@ -79,6 +61,17 @@ std::string output_pattern(const std::string& tasks_path) {
 }
 
 }  // namespace
+
+std::string program_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return name;
+}
 
 std::string slurm_job_name(const std::string& sweep_name) { return "batchlab-" + sweep_name; }
 
@@ -242,126 +235,6 @@ std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,
     }
   }
   return active;
-}
-
-int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
-                   const std::string& local_dir, std::chrono::seconds snapshot_interval,
-                   const std::atomic<int>* stop_requests, int ranks) {
-  const auto lines = read_lines(tasks_file);
-  if (index >= lines.size()) {
-    throw InputError(
-        fmt::format("task {} is not in {} ({} tasks)", index, tasks_file, lines.size()));
-  }
-  const fs::path run_dir = lines[index];
-  const std::string run_id = run_dir.filename().string();
-  const RunLayout layout(run_dir.parent_path().string());
-  const std::string shared = layout.records_path(run_id);
-  fs::create_directories(local_dir);
-  const std::string local = (fs::path(local_dir) / "records.db").string();
-  // Earlier attempts' rows continue in the new one (a resumed job keeps what it recorded).
-  std::error_code ec;
-  if (fs::exists(shared, ec)) fs::copy_file(shared, local, fs::copy_options::overwrite_existing);
-  // What the published records hold: the job resumes from no checkpoint past it. Checkpoints go
-  // straight to the shared folder, records only with the next snapshot, so a node lost in between
-  // leaves checkpoints ahead of the records; resuming from one would leave steps unrecorded.
-  int64_t records_end = 0;
-  if (fs::exists(local, ec)) {
-    try {
-      records_end = results::Store(local).updates_recorded(run_id);
-    } catch (const results::StoreError&) {
-      records_end = 0;  // unreadable: start over rather than leave a gap
-    }
-  }
-  {
-    std::ofstream log(layout.log_path(run_id), std::ios::app);
-    const char* job = std::getenv("SLURM_JOB_ID");
-    log << fmt::format("=== batchlab sweep slurm task {} (Slurm job {}) on {} at {} ===\n", index,
-                       job != nullptr ? job : "?",
-                       std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "?", results::utc_now());
-  }
-  SpawnOptions spawn;
-  // Checkpoints are plain files written by the job alone: they go to the shared run folder, so a
-  // preempted or failed task resumes from them wherever Slurm runs it next.
-  const std::string checkpoints = (run_dir / "checkpoints" / run_id).string();
-  // Several ranks: srun starts them in this job's allocation (each rank gets SLURM_PROCID); one
-  // failing ends the others.
-  if (ranks > 1) {
-    spawn.argv = {program_on_path("srun"), fmt::format("--ntasks={}", ranks),
-                  "--kill-on-bad-exit=1"};
-  }
-  const std::vector<std::string> train = {batchlab,
-                                          "train",
-                                          layout.config_path(run_id),
-                                          "--run-id",
-                                          run_id,
-                                          "--db",
-                                          local,
-                                          "--checkpoint-dir",
-                                          checkpoints,
-                                          "--stop-file",
-                                          layout.stop_path(run_id),
-                                          "--records-end",
-                                          std::to_string(records_end)};
-  spawn.argv.insert(spawn.argv.end(), train.begin(), train.end());
-  spawn.log_path = layout.log_path(run_id);
-  spawn.parent_death_signal = SIGTERM;
-  ChildProcess child = ChildProcess::spawn(spawn);
-  auto publish = [&] {
-    if (!fs::exists(local, ec)) return;
-    try {
-      results::snapshot_database(local, shared);
-    } catch (const results::StoreError&) {
-      // The job may be creating its file; the next snapshot (or the final one) publishes it.
-    }
-  };
-  int signalled = 0;
-  auto next = std::chrono::steady_clock::now() + snapshot_interval;
-  // A new checkpoint is published at once: a job resumed elsewhere resumes from no checkpoint
-  // its published records do not reach (--records-end), so the closer they follow, the less is
-  // trained again after a lost node.
-  auto newest_checkpoint = [&] {
-    std::string newest;
-    for (const auto& e : fs::directory_iterator(checkpoints, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("ckpt-", 0) == 0 && name > newest) newest = name;
-    }
-    return newest;
-  };
-  std::string published_checkpoint = newest_checkpoint();
-  std::optional<ExitStatus> status;
-  while (!(status = child.poll())) {
-    const int level = stop_requests != nullptr ? stop_requests->load() : 0;
-    if (level > signalled) {
-      signalled = level;
-      child.send(level == 1 ? SIGTERM : SIGKILL);
-    }
-    const std::string checkpoint = newest_checkpoint();
-    if (std::chrono::steady_clock::now() >= next || checkpoint != published_checkpoint) {
-      publish();
-      published_checkpoint = checkpoint;
-      next = std::chrono::steady_clock::now() + snapshot_interval;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  if (!fs::exists(local, ec) && !status->ok()) {
-    // Ended before opening its records file: leave a record of why, for `sweep status`.
-    results::Store store(local);
-    results::RunRow row;
-    row.run_id = run_id;
-    row.status = std::string(results::run_status::kFailed);
-    row.error = fmt::format("ended before recording anything ({}): {}", status->describe(),
-                            tail_lines(layout.log_path(run_id), 1));
-    store.upsert_run(row);
-  } else if (fs::exists(local, ec)) {
-    results::finalize_record(
-        local, run_id,
-        signalled > 0 ? results::run_status::kPreempted : results::run_status::kFailed,
-        signalled > 0 ? "stopped by Slurm (SIGTERM)" : "crashed: " + status->describe());
-  }
-  publish();
-  fs::remove_all(local_dir, ec);
-  if (status->signaled) return 128 + status->code;
-  return status->code;
 }
 
 }  // namespace batchlab::sweeps

@@ -1,19 +1,17 @@
 // Slurm submission: one sbatch job array over the jobs of a sweep that still need to run.
 //
-// Each array task runs `batchlab sweep slurm-task TASKS INDEX`, which runs `batchlab train` for
-// the task's job with its records file on node-local disk (SQLite's WAL must not live on a shared
-// filesystem), and publishes consistent snapshots of it into the job's run folder on the shared
-// filesystem (results/ingest.h: snapshot_database) every `snapshot_interval` and at the end. No
-// file is ever written from two hosts; `batchlab sweep status` on the submit host folds the
-// snapshots into the sweep database. Checkpoints (plain files, one writer) go to the shared run
-// folder, so a preempted task resumes wherever it runs next.
+// Each array task runs `batchlab sweep slurm-task TASKS INDEX` (slurm_task.h), which runs
+// `batchlab train` for the task's job with its records file on node-local disk (SQLite's WAL must
+// not live on a shared filesystem), and publishes consistent snapshots of it into the job's run
+// folder on the shared filesystem (results/ingest.h: snapshot_database) every `snapshot_interval`
+// and at the end. No file is ever written from two hosts; `batchlab sweep status` on the submit
+// host folds the snapshots into the sweep database. Checkpoints (plain files, one writer) go to the
+// shared run folder, so a preempted task resumes wherever it runs next.
 //
 // <runs_dir>/slurm/ holds, per submission, <stamp>.tasks (one run folder per line, line i = array
 // index i), <stamp>.sbatch and, in submissions.txt, "<slurm job id> <tasks file>" lines.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -96,14 +94,8 @@ std::map<std::string, std::vector<std::string>> slurm_submissions(const RunLayou
 // Run ids that were ever submitted to Slurm from this runs folder.
 std::set<std::string> slurm_submitted_runs(const RunLayout& layout);
 
-// One array task: the job in line `index` of `tasks_file`, run by `batchlab train` (by `srun` as
-// `ranks` ranks, which meet through SLURM_PROCID/SLURM_NTASKS: core/dist/rendezvous.h; rank 0, on
-// this node, keeps the records) with its records on `local_dir`, snapshot into its run folder every
-// `snapshot_interval` and at the end, SIGTERM forwarded to the job (preemption), and `<run
-// folder>/stop` as its stop file (a study's race and pruning; sweeps/study/slurm_source.h). Returns
-// the job's exit code.
-int run_slurm_task(const std::string& batchlab, const std::string& tasks_file, size_t index,
-                   const std::string& local_dir, std::chrono::seconds snapshot_interval,
-                   const std::atomic<int>* stop_requests, int ranks = 1);
+// The full path of a program found on PATH (execve does not search), or `name` itself when it is
+// not found (a spawn then fails with a message naming it).
+std::string program_on_path(const std::string& name);
 
 }  // namespace batchlab::sweeps

@@ -1,10 +1,8 @@
 #include "sweeps/study/slurm_coordinator.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -92,27 +90,13 @@ std::string coordinator_script(const RunLayout& layout, const CoordinatorJob& jo
   return s + words + "\n";
 }
 
-std::string node_local_dir(const std::string& what) {
-  for (const char* name : {"SLURM_TMPDIR", "TMPDIR"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return fmt::format("{}/batchlab-{}-{}", v, what, ::getpid());
-  }
-  return fmt::format("/tmp/batchlab-{}-{}", what, ::getpid());
-}
-
 PublishedDatabase::PublishedDatabase(std::string shared)
-    : shared_(std::move(shared)), dir_(node_local_dir("coordinator")) {
-  fs::create_directories(dir_);
-  local_ = (fs::path(dir_) / fs::path(shared_).filename()).string();
+    : shared_(std::move(shared)), dir_("coordinator") {
+  local_ = (fs::path(dir_.path()) / fs::path(shared_).filename()).string();
   std::error_code ec;
   // A consistent copy, whatever journal the file was left in (a local `sweep run` leaves WAL).
   if (fs::exists(shared_, ec)) results::snapshot_database(shared_, local_);
   fs::create_directories(fs::absolute(shared_).parent_path(), ec);
-}
-
-PublishedDatabase::~PublishedDatabase() {
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
 }
 
 void PublishedDatabase::publish() const { results::snapshot_database(local_, shared_); }

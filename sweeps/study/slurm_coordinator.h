@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sweeps/run_layout.h"
+#include "sweeps/scratch_dir.h"
 #include "sweeps/slurm_options.h"
 
 namespace batchlab::sweeps::study {
@@ -49,15 +50,12 @@ struct CoordinatorJob {
 };
 std::string coordinator_script(const RunLayout& layout, const CoordinatorJob& job);
 
-// A folder on the node's own disk for `what` (SLURM_TMPDIR, TMPDIR, else /tmp).
-std::string node_local_dir(const std::string& what);
-
-// The coordinator's working copy of the study database on node-local disk, published to `shared`.
+// The coordinator's working copy of the study database on node-local disk (a ScratchDir of its
+// own: two coordinators never share one, whatever their hosts and pids), published to `shared`.
 class PublishedDatabase {
  public:
   // Copies `shared` (consistently, whatever its journal mode) when it exists.
   explicit PublishedDatabase(std::string shared);
-  ~PublishedDatabase();  // removes the working copy's folder
   PublishedDatabase(const PublishedDatabase&) = delete;
   PublishedDatabase& operator=(const PublishedDatabase&) = delete;
 
@@ -68,7 +66,7 @@ class PublishedDatabase {
 
  private:
   std::string shared_;
-  std::string dir_;
+  ScratchDir dir_;  // removed, with the working copy, when the object goes
   std::string local_;
 };
 
