@@ -8,7 +8,14 @@
 //   crash  abort(): a crash (SIGABRT, core dump), which the sweep engine retries;
 //   term   SIGTERM: the polite preemption of a cluster scheduler;
 //   hang   SIGSTOP: the process stops answering without exiting (a wedged rank: the others must
-//          give up after train.dist_timeout).
+//          give up after train.dist_timeout);
+//   hold   waits, while the file `hold` exists in the folder BATCHLAB_TEST_HOLD_DIR, with
+//          `<run id>.held` written there, until the file is removed or a stop signal arrives
+//          (SIGTERM, SIGINT, SIGUSR1, SIGUSR2: then passed on, so the run ends as preempted at the
+//          next step boundary, with its checkpoint). A test that scancels, requeues or kills a
+//          running trial holds it first, so the trial cannot reach its end before the test acts
+//          (issue 45); it picks a STEP after which no evaluation is due, or the target could be
+//          reached at that evaluation before the stop is seen.
 // Unset (always, outside tests) it costs nothing: no reporter is added.
 #pragma once
 

@@ -12,6 +12,9 @@
 #   d. the node of a trial's rank 0 loses power (every process in its namespace killed): Slurm marks
 #      it down and requeues the job, which resumes from its checkpoint on the other nodes, and each
 #      step is recorded once.
+# A trial the test cancels the coordinator over, or kills the node of, is held first after update
+# 19 (BATCHLAB_TEST_FAULT=hold@19, cli/test_hooks.h; no evaluation or checkpoint falls at step 20),
+# so it cannot end before the test acts (issue 45).
 # Every check runs; a failed one is reported (FAIL: ...) and the test exits 1 at the end. Exit 77
 # (CTest: skipped) when Slurm cannot be installed or namespaces cannot be made here.
 # Usage: slurm_multinode_test.sh BATCHLAB_BINARY
@@ -174,6 +177,21 @@ part "b: partition down and drained at submit checked"
 
 # c. The study, with a node drained and its coordinator cancelled mid-run.
 cd "$work/b"
+# Rank 0 of a trial at update 19 waits there while $holds/hold exists (jobs inherit the variables).
+holds="$work/holds"
+mkdir -p "$holds"
+export BATCHLAB_TEST_FAULT=hold@19 BATCHLAB_TEST_HOLD_DIR="$holds"
+# Waits (at most $1 seconds) until a trial is held; prints its run id.
+wait_held() {
+  local deadline=$((SECONDS + $1)) f
+  while (( SECONDS < deadline )); do
+    for f in "$holds"/*.held; do
+      [[ -f "$f" ]] && { basename "$f" .held; return 0; }
+    done
+    sleep 0.1
+  done
+  return 1
+}
 db="$work/b/results/mnstudy.db"
 # Reads the published database all along; any read that is not `ok` is a failure.
 integrity_check() {
@@ -214,13 +232,16 @@ scontrol update nodename="$drained" state=drain reason=batchlab-test
 before_drain=$(squeue -h -o %A | sort -u | tr '\n' ' ')
 part "c: drained $drained (trial ${trial% *} running on ${trial#* }, coordinator on $coordinator_node)"
 
-# Once a third of the trials have their outcome, cancel the coordinator as it publishes (its
-# snapshot's temporary file exists), then submit the study again.
+# Once a third of the trials have their outcome, hold the next trial (4 are left, each past update
+# 19), so that the study cannot end first; cancel the coordinator as it publishes (its snapshot's
+# temporary file exists), submit the study again, and release the trial.
 deadline=$((SECONDS + 120))
 until [[ -f "$db" && "$(q "$db" "SELECT count(*) FROM study_trials WHERE outcome != 'running'" 2>/dev/null)" -ge 2 ]]; do
   (( SECONDS < deadline )) || fatal "c: 2 trials did not end within 2 minutes"
   sleep 0.5
 done
+touch "$holds/hold"
+held=$(wait_held 120) || fatal "c: no trial was held within 2 minutes"
 first=$(tail -n 1 "runs/mnstudy/slurm/coordinator.txt")
 deadline=$((SECONDS + 20))
 caught=no
@@ -234,7 +255,8 @@ while squeue -h -j "$first" 2>/dev/null | grep -q .; do
   sleep 0.5
 done
 "${submit[@]}" | grep -q "submitted its coordinator" || fail "c: the study was not submitted again"
-part "c: coordinator $first cancelled (mid-publish: $caught), submitted again"
+rm -f "$holds/hold"
+part "c: coordinator $first cancelled (mid-publish: $caught) while trial $held was held, submitted again"
 wait_queue "batchlab-mnstudy,batchlab-mnstudy-coordinator" 240 ||
   fatal "c: the study did not finish within 4 minutes"
 touch "$work/b/checker.stop"
@@ -277,6 +299,7 @@ seeds = [0]
 [grid]
 "batch.global" = [64]
 TOML
+touch "$holds/hold"  # held after update 19, with the checkpoint of step 16 written
 "$bl" sweep submit spec.toml "${slurm_flags[@]}" --snapshot-every 1 > submit.log ||
   fatal "d: submit: $(cat submit.log)"
 run=$(basename "$(dirname "$(echo runs/mnkill/*/config.toml)")")
@@ -293,6 +316,8 @@ published_updates() {
 # Killed once a checkpoint of step 16 exists and the published records cover it: the job must
 # resume from a checkpoint its records reach (one past them would leave steps unrecorded, and is
 # passed over: batchlab train --records-end).
+# Held meanwhile, it cannot finish first.
+wait_held 120 > /dev/null || fatal "d: the trial was not held within 2 minutes"
 deadline=$((SECONDS + 120))
 until c=$(latest_checkpoint) && [[ "$c" -ge 16 && "$(published_updates)" -ge "$c" ]] 2>/dev/null; do
   (( SECONDS < deadline )) ||
@@ -301,6 +326,7 @@ until c=$(latest_checkpoint) && [[ "$c" -ge 16 && "$(published_updates)" -ge "$c
 done
 victim=$(squeue -h -j "$job" -o %B)
 bash "$root/scripts/slurm_cluster.sh" kill-node "$cluster" "$victim"
+rm -f "$holds/hold"  # the resumed job goes through
 part "d: killed node $victim (rank 0 of job $job) with a checkpoint of step $(latest_checkpoint), $(published_updates) updates published"
 # Slurm finds the node down and requeues the job; it holds a requeued job back for 120 s (its
 # begin time), which the test cuts short.

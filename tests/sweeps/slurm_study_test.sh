@@ -13,7 +13,10 @@
 #      to target), every trial run once (attempts 1, the cancelled one 2) with each of its steps
 #      recorded once, and a second submission has nothing to submit.
 # The trials run one at a time (--max-parallel 1), so the race's requests are in place before a
-# trial starts and the decisions do not depend on timing (as in study_resume_slow_test.cpp).
+# trial starts and the decisions do not depend on timing (as in study_resume_slow_test.cpp). A trial
+# the test acts on is held first (BATCHLAB_TEST_FAULT=hold@99, cli/test_hooks.h) after update 99,
+# where no evaluation follows: it cannot reach its target or cap before the cancel, requeue or the
+# coordinator's cancel takes effect (issue 45: a trial that reached its target first failed CI).
 # Exit 77 (CTest: skipped) when Slurm cannot be installed or started here.
 # Usage: slurm_study_test.sh BATCHLAB_BINARY
 set -euo pipefail
@@ -81,6 +84,9 @@ done
 # The reference, locally.
 (cd "$work/local" && "$bl" sweep run spec.toml --workers 1 > run.log 2>&1) ||
   { tail -n 20 "$work/local/run.log"; fail "the local study failed"; }
+# The three trials the test acts on are held after update 99 (below): the study must have them.
+long=$(q "$work/local/results/$name.db" "SELECT count(*) FROM runs WHERE last_step > 100")
+[[ "$long" -ge 3 ]] || fail "only $long trials of the local study pass step 100; the test holds 3"
 
 export SLURM_LOCAL_PORT=$((20000 + RANDOM % 20000))
 bash "$root/scripts/slurm_local.sh" start "$cluster" || fail "the one-host Slurm cluster did not start"
@@ -101,43 +107,44 @@ done
 [[ ! -e results && ! -e runs && -z "$(squeue -h)" ]] || fail "a refused submission left traces"
 
 db="$work/slurm/results/$name.db"
+# Trials reaching update 99 wait there while $holds/hold exists (the jobs inherit the environment).
+holds="$work/holds"
+mkdir -p "$holds"
+touch "$holds/hold"
+export BATCHLAB_TEST_FAULT=hold@99 BATCHLAB_TEST_HOLD_DIR="$holds"
 "${submit[@]}"
 
-# 2. A running trial, once its published records show progress short of its cap (not `skip`):
-#    prints "RUN JOB STEP".
-running_trial() {
-  local skip=$1 job f run records step
-  for job in $(squeue -h -t RUNNING --name="batchlab-$name" -o '%A'); do
-    for f in runs/$name/*/slurm_job; do
-      [[ -f "$f" && "$(cat "$f")" == "$job" ]] || continue
-      run=$(basename "$(dirname "$f")")
-      records="runs/$name/$run/records.db"
-      [[ -f "$records" && "$run" != "$skip" ]] || continue
-      step=$(q "$records" "SELECT coalesce(max(step), 0) FROM steps" 2>/dev/null || echo 0)
-      if [[ "$step" -gt 0 && "$step" -lt 200 ]]; then
-        echo "$run $job $step"
-        return 0
-      fi
-    done
+# 2. A trial held (it wrote $holds/RUN.held) while its Slurm job runs, other than those in `skip`
+#    (space-separated run ids): prints "RUN JOB". A held trial cannot end before the test acts.
+held_trial() {
+  local skip=$1 f run job
+  for f in "$holds"/*.held; do
+    [[ -f "$f" ]] || continue
+    run=$(basename "$f" .held)
+    [[ " $skip " != *" $run "* ]] || continue
+    job=$(cat "runs/$name/$run/slurm_job" 2>/dev/null) || continue
+    [[ "$(squeue -h -j "$job" -o %T 2>/dev/null)" == RUNNING ]] || continue
+    echo "$run $job"
+    return 0
   done
   return 1
 }
 catch_trial() {
   local deadline=$((SECONDS + 180))
-  until caught=$(running_trial "$1"); do
-    (( SECONDS < deadline )) || fail "no trial was caught running within 3 minutes"
+  until caught=$(held_trial "$1"); do
+    (( SECONDS < deadline )) || fail "no trial was held running within 3 minutes"
     sleep 0.1
   done
 }
 # One cancelled with scancel: the coordinator submits it again (a new job) and it resumes.
 catch_trial ""
-read -r cancelled job step <<<"$caught"
+read -r cancelled job <<<"$caught"
 scancel "$job"
-echo "cancelled trial $cancelled (Slurm job $job) at step $step or later"
+echo "cancelled trial $cancelled (Slurm job $job) held at step 100"
 # Another requeued by Slurm itself (as preemption with PreemptMode=REQUEUE does): the same job
 # runs again and resumes; the coordinator only sees it stay in the queue.
 catch_trial "$cancelled"
-read -r requeued rjob rstep <<<"$caught"
+read -r requeued rjob <<<"$caught"
 scontrol requeue "$rjob"
 # Slurm holds a requeued job back for 120 s (its begin time); the test makes it eligible now.
 for _ in $(seq 300); do
@@ -146,14 +153,12 @@ for _ in $(seq 300); do
   fi
   sleep 0.1
 done
-echo "requeued trial $requeued (Slurm job $rjob) at step $rstep or later"
+echo "requeued trial $requeued (Slurm job $rjob) held at step 100"
 
-# 3. Once 6 trials have their outcome, cancel the coordinator; then submit the study again.
-deadline=$((SECONDS + 240))
-until [[ -f "$db" && "$(q "$db" "SELECT count(*) FROM study_trials WHERE outcome != 'running'")" -ge 6 ]]; do
-  (( SECONDS < deadline )) || fail "6 trials did not end within 4 minutes"
-  sleep 1
-done
+# 3. While a third trial is held (so the study cannot end first), cancel the coordinator; then
+#    submit the study again: the second coordinator adopts the held trial, released afterwards.
+catch_trial "$cancelled $requeued"
+read -r adopted _ <<<"$caught"
 first=$(tail -n 1 "runs/$name/slurm/coordinator.txt")
 "$bl" sweep status spec.toml | grep -q "its coordinator is Slurm job $first" ||
   fail "sweep status does not name the running coordinator job"
@@ -170,6 +175,8 @@ grep -q "leaves its trials running" "runs/$name/slurm/coordinator-$first.out" ||
 "${submit[@]}" | grep -q "submitted its coordinator" || fail "the second submission did not submit"
 second=$(tail -n 1 "runs/$name/slurm/coordinator.txt")
 [[ "$second" != "$first" ]] || fail "no new coordinator job"
+rm -f "$holds/hold"
+echo "cancelled coordinator $first while trial $adopted was held; released it under $second"
 deadline=$((SECONDS + 300))
 while [[ -n "$(squeue -h)" ]]; do
   (( SECONDS < deadline )) || fail "the study did not finish within 5 minutes"
