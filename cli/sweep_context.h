@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "results/query_result.h"
 #include "sweeps/expand.h"
 #include "sweeps/run_layout.h"
 #include "sweeps/spec.h"
@@ -35,8 +36,8 @@ sweeps::FileLock coordinator_lock(const SweepContext& ctx, const std::string& wh
 // Path of the running batchlab executable (the jobs run the same binary).
 std::string self_executable();
 
-// A JSON string literal.
-std::string json_string(std::string_view text);
+// A JSON string literal (results/query_result.h: the one JSON escaper).
+using results::json_string;
 
 // "12.3s", "4m05s" for tables.
 std::string format_seconds(double seconds);

@@ -64,6 +64,28 @@ std::string csv_field(const std::optional<std::string>& value) {
   return text;
 }
 
+std::string json_value(const std::optional<std::string>& value, ValueType type) {
+  if (!value) return "null";
+  switch (type) {
+    case ValueType::kInteger:
+      return *value;
+    case ValueType::kReal:
+      if (value->find("inf") != std::string::npos || value->find("nan") != std::string::npos) {
+        return "null";
+      }
+      return *value;
+    default:
+      return json_string(*value);
+  }
+}
+
+ValueType type_at(const QueryResult& result, std::size_t row, std::size_t col) {
+  if (row < result.types.size() && col < result.types[row].size()) return result.types[row][col];
+  return result.rows[row][col] ? ValueType::kText : ValueType::kNull;
+}
+
+}  // namespace
+
 std::string json_string(std::string_view value) {
   std::string text = "\"";
   for (char c : value) {
@@ -100,28 +122,6 @@ std::string json_string(std::string_view value) {
   text += '"';
   return text;
 }
-
-std::string json_value(const std::optional<std::string>& value, ValueType type) {
-  if (!value) return "null";
-  switch (type) {
-    case ValueType::kInteger:
-      return *value;
-    case ValueType::kReal:
-      if (value->find("inf") != std::string::npos || value->find("nan") != std::string::npos) {
-        return "null";
-      }
-      return *value;
-    default:
-      return json_string(*value);
-  }
-}
-
-ValueType type_at(const QueryResult& result, std::size_t row, std::size_t col) {
-  if (row < result.types.size() && col < result.types[row].size()) return result.types[row][col];
-  return result.rows[row][col] ? ValueType::kText : ValueType::kNull;
-}
-
-}  // namespace
 
 std::string_view to_string(ValueType type) {
   switch (type) {

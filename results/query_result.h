@@ -25,6 +25,10 @@ struct QueryResult {
 
 enum class QueryFormat { kTable, kCsv, kJson, kMarkdown };
 
+// `value` as a JSON string literal: quotes, backslashes and control characters escaped. The one
+// JSON string escaper (the renderings here, the CLI's JSON output).
+std::string json_string(std::string_view value);
+
 // "table", "csv", "json" or "markdown"; nullopt otherwise.
 std::optional<QueryFormat> parse_query_format(std::string_view name);
 
