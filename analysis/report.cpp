@@ -135,7 +135,11 @@ void find_constants(const std::vector<RunRecord>& records, const ReportOptions& 
       report.constants.emplace_back(options.group_by[k], records.front().key[k]);
     }
   }
-  for (const auto& [name, first] : records.front().descriptors) {
+  for (const auto& descriptor : records.front().descriptors) {
+    // Named copies, not structured bindings: a lambda capturing a binding is C++20 that clang
+    // accepts only from 16 on, and the fuzzing build (docs/fuzzing.md) uses clang 14.
+    const std::string& name = descriptor.first;
+    const std::string& first = descriptor.second;
     if (std::find(options.group_by.begin(), options.group_by.end(), name) !=
         options.group_by.end()) {
       continue;

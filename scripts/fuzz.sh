@@ -21,10 +21,17 @@ for h in "${harnesses[@]}"; do
   log="$build/fuzz/logs/$h.log"
   echo "fuzz: $h for ${seconds}s (log $log)"
   # -rss_limit_mb: a parser that needs more than 2 GB for one input is a finding (an OOM);
-  # -timeout: so is one that takes more than 10 s. -max_len: libFuzzer would start at the largest
+  # -timeout: so is one that takes more than 60 s. libFuzzer's timer counts wall time, and at nice
+  # 19 on a busy machine an input can wait many seconds for a core (a JPEG that takes 0.2 s of CPU
+  # was reported after 13 s at a load of 15), so the bound is loose; check a reported time-out's
+  # CPU time (/usr/bin/time) before calling it a hang. -max_len: libFuzzer would start at the largest
   # seed (a few hundred bytes) and grow slowly; nesting and tables need room.
+  # A records database (ingest) is at least about 20 KB even at SQLite's smallest page size: one
+  # page per table and index, and the schema's text.
+  max_len=16384
+  [[ $h == ingest ]] && max_len=65536
   status=0
-  nice -n 19 "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=16384 \
+  nice -n 19 "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=60 -max_len="$max_len" \
     -print_final_stats=1 -artifact_prefix="$build/fuzz/findings/$h/" \
     "$build/fuzz/corpus/$h" "fuzz/corpus/$h" >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added)' "$log" || true

@@ -35,6 +35,22 @@ std::vector<std::string> candidate_paths() {
   return out;
 }
 
+// AddressSanitizer refuses RTLD_DEEPBIND (a library bound to itself first would bypass its
+// interceptors). Only the fuzzing build is built with it, and its text harness (fuzz/) links no
+// LibTorch, so there is no second protobuf for SentencePiece to bind to.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+constexpr int kDlopenFlags = RTLD_NOW | RTLD_LOCAL | (kAddressSanitizer ? 0 : RTLD_DEEPBIND);
+
 // Loaded once and never unloaded: backends created from it live until the process ends.
 Factory load_factory() {
   static std::once_flag once;
@@ -47,7 +63,7 @@ Factory load_factory() {
         tried.push_back(path + " (missing)");
         continue;
       }
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* handle = ::dlopen(path.c_str(), kDlopenFlags);
       if (!handle) {
         tried.push_back(fmt::format("{} ({})", path, ::dlerror()));
         continue;

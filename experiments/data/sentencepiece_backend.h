@@ -5,7 +5,8 @@
 // SentencePiece's copies and crashes before main(). So no batchlab target links SentencePiece:
 // the module libbatchlab_sentencepiece.so (sentencepiece_module.cc, built next to the batchlab
 // executable) does, and make_sentencepiece_backend() dlopen()s it with RTLD_LOCAL (its symbols
-// stay out of the global scope) and RTLD_DEEPBIND (SentencePiece binds to its own protobuf first).
+// stay out of the global scope) and RTLD_DEEPBIND (SentencePiece binds to its own protobuf first;
+// not under AddressSanitizer, which refuses it: the fuzzing build's text harness has no LibTorch).
 // The module is found at $BATCHLAB_SENTENCEPIECE_MODULE, next to the running executable or one
 // directory up (test binaries live in build/tests), or at the path it was built at.
 //
