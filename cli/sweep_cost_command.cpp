@@ -118,9 +118,11 @@ int cmd_sweep_cost(const std::vector<std::string>& argv) {
       "Study {}: its search rules replayed from {} (a plain stop_at_target grid of the same "
       "points, {} trial(s) at once); samples and trial time are the recording's own up to where "
       "each rule stops a trial.\n{}\nPer cell, the best rate and its steps to target under "
-      "each rule:\n{}",
-      cost.study, *from, cost.workers, results::format_result(rules_table(cost), *format),
-      results::format_result(cells_table(cost), *format));
+      "each rule (empty where the rule never opened the cell, found no best rate in it or did "
+      "not reach the target):\n{}",
+      cost.study, *from, cost.workers,
+      results::format_result(rules_table(cost), *format, analysis::kAbsentCell),
+      results::format_result(cells_table(cost), *format, analysis::kAbsentCell));
   return kExitOk;
 }
 

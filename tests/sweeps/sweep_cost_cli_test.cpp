@@ -65,6 +65,19 @@ TEST(SweepCostCli, TheRulesReplayedFromTheCommittedPlainGrid) {
   EXPECT_FALSE(j.at("cells").empty());
 }
 
+TEST(SweepCostCli, ACellARuleNeverRanIsAnEmptyCellNotSqlsNull) {
+  // Today's rule, budget_stop and neighbours never open batch 4096 of this ladder.
+  auto r =
+      run_batchlab("sweep cost " + shell_quote(source("sweeps/specs/fmnist_ladder_cost.toml")) +
+                   " --from " + shell_quote(source("docs/data/fmnist_ladder_cost.db")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "NULL")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(empty where the rule never opened the cell")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nadamw       4096     0          0.006         72.6\n") ||
+              contains(r.output, "\nadamw       4096     0          0.006         72.6  "))
+      << r.output;
+}
+
 TEST(SweepCostCli, ARacedStudyIsRefusedWithTheKeyThatRecordsAPlainGrid) {
   auto r =
       run_batchlab("sweep cost " + shell_quote(source("sweeps/specs/fmnist_ladder_study.toml")) +
