@@ -296,7 +296,10 @@ RatioEstimate pooled_estimate(const SeriesBatches& a, const SeriesBatches& b,
   }
   out.ratio = pooled->ratio;
   if (!pooled->interval) {
-    out.kind = RatioKind::kOneSeed;
+    // "one seed" only where a side has one; with 2 the note says why there is no interval.
+    size_t fewest = std::numeric_limits<size_t>::max();
+    for (const auto& both : batches) fewest = std::min({fewest, both.a.size(), both.b.size()});
+    out.kind = fewest <= 1 ? RatioKind::kOneSeed : RatioKind::kNone;
     out.why = fmt::format("fewer than {} seeds a side at a pooled batch: no interval",
                           results::kMinSeedsForInterval);
     return out;

@@ -198,6 +198,27 @@ TEST(StudyCompare, FewerThanThreeSeedsGiveASeedRangeAndNoVerdict) {
   EXPECT_TRUE(contains(text, "seed range 2.50-3.16x")) << text;
 }
 
+// The pooled ratio over batches of 2 seeds a side has no interval, and says so; it is not "one
+// seed" (the BERT study's compare printed that with 2 seeds at every batch).
+TEST(StudyCompare, APooledRatioFromTwoSeedsIsNotCalledOneSeed) {
+  TempDir tmp;
+  const std::string db = tmp.file("s.db");
+  write_compare_cells(db, {{"lars", 32, 0, "reached", 600},
+                           {"lars", 32, 1, "reached", 500},
+                           {"lamb", 32, 0, "reached", 200},
+                           {"lamb", 32, 1, "reached", 190},
+                           {"lars", 64, 0, "reached", 400},
+                           {"lars", 64, 1, "reached", 420},
+                           {"lamb", 64, 0, "reached", 150},
+                           {"lamb", 64, 1, "reached", 160}});
+  const auto c = compare_study_series(db, "lars", "lamb");
+  ASSERT_TRUE(c.pooled.ratio);
+  EXPECT_EQ(c.pooled.kind, RatioKind::kNone);
+  EXPECT_TRUE(contains(c.pooled.why, "fewer than 3 seeds a side")) << c.pooled.why;
+  const std::string text = format_study_comparison(c, results::QueryFormat::kTable);
+  EXPECT_FALSE(contains(text, "one seed")) << text;
+}
+
 TEST(StudyCompare, ACensoredOrSearchingSeedLeavesTheBatchWithoutARatio) {
   TempDir tmp;
   const std::string db = tmp.file("s.db");
