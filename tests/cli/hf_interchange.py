@@ -26,9 +26,20 @@ from a config with random weights).
                                     and the pooler, which BertForMaskedLM has not), only the MLM head
                                     unexpected; AutoTokenizer.from_pretrained(DIR) loads, with
                                     batchlab's special ids
-    compare-logits DIR FILE TOL     FILE (safetensors: input_ids [B, T], logits [B, T, V] computed
-                                    by batchlab): BertForMaskedLM.from_pretrained(DIR) on the same
-                                    ids gives logits within TOL (max abs difference)
+    compare-logits DIR FILE TOL [CLASS]
+                                    FILE (safetensors: input_ids [B, T], logits [B, T, V] computed
+                                    by batchlab): CLASS.from_pretrained(DIR) (BertForMaskedLM, or
+                                    GPT2LMHeadModel) on the same ids gives logits within TOL (max
+                                    abs difference), loading with no missing or unexpected key
+    save-gpt2 DIR IO VOCAB MAX_POS  transformers.GPT2LMHeadModel(GPT2Config(gpt2_tiny sizes)), every
+                                    parameter random, save_pretrained(DIR); IO (safetensors) =
+                                    {"input_ids" [2, 16], "logits" [2, 16, VOCAB]}
+    check-gpt2 DIR IO               GPT2LMHeadModel.from_pretrained(DIR): no missing, unexpected or
+                                    mis-shaped key, lm_head tied to wte, logits torch.equal to IO's;
+                                    AutoTokenizer.from_pretrained(DIR) loads, with batchlab's ids
+    check-gpt2-state FILE VOCAB MAX_POS
+                                    load_state_dict(safetensors.torch.load_file(FILE), strict=True)
+                                    into a GPT2LMHeadModel of gpt2_tiny sizes
     encode DIR LINES OUT            AutoTokenizer.from_pretrained(DIR) encodes each line of the
                                     JSON list LINES without special tokens; OUT = the JSON lists
     save-dtypes FILE                safetensors.torch.save_file of arange(12)/4 as [3, 4] in F32,
@@ -61,6 +72,10 @@ except ImportError as e:  # the C++ test turns this into a failure with a setup 
 BERT_TINY = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
                  intermediate_size=512, type_vocab_size=2, layer_norm_eps=1e-12,
                  hidden_act="gelu", pad_token_id=0)
+
+
+GPT2_TINY = dict(n_embd=128, n_layer=2, n_head=2, activation_function="gelu_new",
+                 layer_norm_epsilon=1e-5, bos_token_id=3, eos_token_id=3, pad_token_id=0)
 
 
 def resnet(lib, depth):
@@ -165,9 +180,69 @@ def check_bert(directory, io_path):
     return 0
 
 
-def compare_logits(directory, path, tolerance):
+def gpt2_config(vocab, max_pos):
+    return transformers.GPT2Config(vocab_size=vocab, n_positions=max_pos, **GPT2_TINY)
+
+
+def save_gpt2(directory, io_path, vocab, max_pos):
+    torch.manual_seed(2)
+    model = transformers.GPT2LMHeadModel(gpt2_config(vocab, max_pos))
+    with torch.no_grad():  # LayerNorms and biases random too: a misplaced tensor cannot hide
+        for name, p in model.named_parameters():
+            if ".ln_" in name or name.endswith("bias"):
+                p.add_(0.1 * torch.randn_like(p))
+    model.eval()
+    ids = torch.randint(5, vocab, (2, 16))
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits
+    model.save_pretrained(directory)
+    safetensors.torch.save_file({"input_ids": ids, "logits": logits.contiguous()}, io_path)
+    print(f"saved GPT2LMHeadModel to {directory}: {len(model.state_dict())} entries")
+    return 0
+
+
+def check_gpt2(directory, io_path):
+    model, info = transformers.GPT2LMHeadModel.from_pretrained(directory, output_loading_info=True)
+    if loading_problems(info) or info["error_msgs"]:
+        print(f"GPT2LMHeadModel.from_pretrained({directory}): {info}", file=sys.stderr)
+        return 1
+    if model.lm_head.weight.data_ptr() != model.transformer.wte.weight.data_ptr():
+        print("GPT2LMHeadModel: lm_head.weight is not tied to transformer.wte.weight",
+              file=sys.stderr)
+        return 1
+    model.eval()
+    io = safetensors.torch.load_file(io_path)
+    with torch.no_grad():
+        logits = model(input_ids=io["input_ids"]).logits
+    if not torch.equal(logits, io["logits"]):
+        diff = (logits - io["logits"]).abs().max().item()
+        print(f"GPT2LMHeadModel logits differ (max abs diff {diff:.3e})", file=sys.stderr)
+        return 1
+    tok = transformers.AutoTokenizer.from_pretrained(directory)
+    ids = [tok.pad_token_id, tok.unk_token_id, tok.sep_token_id]
+    if ids != [0, 1, 3] or len(tok) != model.config.vocab_size:
+        print(f"AutoTokenizer: pad/unk/sep ids {ids}, {len(tok)} tokens", file=sys.stderr)
+        return 1
+    print(f"OK gpt2: GPT2LMHeadModel loaded with no missing or unexpected key, lm_head tied, "
+          f"logits identical; AutoTokenizer {type(tok).__name__}, {len(tok)} tokens")
+    return 0
+
+
+def check_gpt2_state(path, vocab, max_pos):
+    model = transformers.GPT2LMHeadModel(gpt2_config(vocab, max_pos))
+    state = safetensors.torch.load_file(path)
+    model.load_state_dict(state, strict=True)  # raises on any missing/unexpected/mis-shaped key
+    print(f"OK gpt2 state: {len(state)} entries loaded strictly into GPT2LMHeadModel")
+    return 0
+
+
+def compare_logits(directory, path, tolerance, model_class="BertForMaskedLM"):
     saved = safetensors.torch.load_file(path)
-    model = transformers.BertForMaskedLM.from_pretrained(directory)
+    model, info = getattr(transformers, model_class).from_pretrained(directory,
+                                                                     output_loading_info=True)
+    if loading_problems(info) or info["error_msgs"]:
+        print(f"{model_class}.from_pretrained({directory}): {info}", file=sys.stderr)
+        return 1
     model.eval()
     with torch.no_grad():
         logits = model(input_ids=saved["input_ids"]).logits
@@ -218,8 +293,14 @@ def main(argv):
         return save_bert(args[0], args[1], int(args[2]), int(args[3]))
     if command == "check-bert" and len(args) == 2:
         return check_bert(*args)
-    if command == "compare-logits" and len(args) == 3:
-        return compare_logits(args[0], args[1], float(args[2]))
+    if command == "compare-logits" and len(args) in (3, 4):
+        return compare_logits(args[0], args[1], float(args[2]), *args[3:])
+    if command == "save-gpt2" and len(args) == 4:
+        return save_gpt2(args[0], args[1], int(args[2]), int(args[3]))
+    if command == "check-gpt2" and len(args) == 2:
+        return check_gpt2(*args)
+    if command == "check-gpt2-state" and len(args) == 3:
+        return check_gpt2_state(args[0], int(args[1]), int(args[2]))
     if command == "encode" and len(args) == 3:
         return encode(*args)
     if command == "save-dtypes" and len(args) == 1:
