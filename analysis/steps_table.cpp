@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "core/errors.h"
 
@@ -59,6 +60,51 @@ ColumnIndex index_columns(const std::string& path, const std::vector<std::string
           c.target.empty() ? -1 : find(c.target, true)};
 }
 
+// The offset of the first byte that does not begin a well-formed UTF-8 sequence (overlong forms
+// and surrogates included, as JSON writers refuse them); npos when there is none.
+size_t first_bad_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;                        // continuation bytes
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      lo = c == 0xE0 ? 0xA0 : lo;
+      hi = c == 0xED ? 0x9F : hi;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      lo = c == 0xF0 ? 0x90 : lo;
+      hi = c == 0xF4 ? 0x8F : hi;
+    } else {
+      return i;
+    }
+    if (s.size() - i <= n) return i;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+// Names from the table end up in the report's JSON, which holds UTF-8 only (found by
+// fuzz_steps_csv: a byte 0xB0 in a series name ended `report --format json` with nlohmann's
+// exception instead of a message).
+void check_utf8(const std::string& where, std::string_view text) {
+  const size_t at = first_bad_utf8(text);
+  if (at == std::string_view::npos) return;
+  throw InputError(
+      fmt::format("{}: byte 0x{:02X} at column {} is not UTF-8 text; save the table as UTF-8",
+                  where, static_cast<unsigned char>(text[at]), at + 1));
+}
+
 double field_number(const std::string& path, int line, const std::string& role,
                     const std::string& text) {
   const auto v = number(text);
@@ -97,6 +143,7 @@ StudyCellRecord cell_of(const std::string& path, int line, const std::vector<std
 }  // namespace
 
 StepsColumns parse_steps_columns(const std::string& spec) {
+  check_utf8(fmt::format("--columns '{}'", spec), spec);
   StepsColumns out;
   std::map<std::string, std::string*> roles = {{"series", &out.series},
                                                {"batch", &out.batch},
@@ -127,11 +174,13 @@ StudyRecords read_steps_csv(const std::string& path, const StepsColumns& columns
   }
   std::string line;
   std::getline(in, line);
+  check_utf8(path + ":1", line);
   const auto header = split(line);
   const ColumnIndex ix = index_columns(path, header, columns);
   StudyRecords out;
   for (int number_of_line = 2; std::getline(in, line); ++number_of_line) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    check_utf8(fmt::format("{}:{}", path, number_of_line), line);
     if (line.find('"') != std::string::npos) {
       throw InputError(fmt::format("{}:{}: quoted fields are not read; write plain values", path,
                                    number_of_line));

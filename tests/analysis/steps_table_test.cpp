@@ -61,6 +61,13 @@ TEST(StepsTable, BadTablesAndColumnSpecsAreRefusedNamingWhere) {
   refused("series,batch,steps\na,16,-3\n", ":2: steps '-3' must be positive");
   refused("series,batch,steps\na,16,many\n", ":2: steps 'many' is not a number");
   refused("series,batch,steps\n", "no rows under the header");
+  // Found by fuzz_steps_csv: names go into the report's JSON, which is UTF-8 only.
+  refused("series,batch,steps\nA\xb0,16,100\n", ":2: byte 0xB0 at column 2 is not UTF-8 text");
+  refused("series\xc0\xaf,batch,steps\na,16,100\n", ":1: byte 0xC0 at column 7 is not UTF-8");
+  EXPECT_NO_THROW(read_steps_csv(write(dir,
+                                       "series,batch,steps\nGPT\xe2\x80\x91"
+                                       "2,16,100\n"),
+                                 {}));
   EXPECT_THROW(parse_steps_columns("series:model"), InputError);
   EXPECT_THROW(parse_steps_columns("colour=model"), InputError);
   EXPECT_THROW(read_steps_csv((dir.path / "missing.csv").string(), {}), InputError);
