@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "models/bert.h"
+#include "models/gpt2.h"
 #include "models/resnet.h"
 
 namespace batchlab::models {
@@ -94,6 +95,62 @@ TEST(PytorchNames, AnUntiedDecoderIsRefusedByName) {
                      "bert.embeddings.word_embeddings.weight"),
               std::string::npos)
         << m;
+  }
+}
+
+// GPT-2: export adds lm_head.weight (the tied token embedding) last, where GPT2LMHeadModel lists
+// it; import drops it (after checking the tie), drops older files' causal-mask buffers and
+// prefixes a GPT2Model file's names.
+config::ModelConfig tiny_gpt2_names() {
+  config::ModelConfig m;
+  m.arch = "gpt2_tiny";
+  m.vocab_size = 50;
+  m.max_seq_len = 16;
+  return m;
+}
+
+TEST(PytorchNames, Gpt2ExportAddsTheTiedLmHeadLast) {
+  EXPECT_EQ(pytorch_naming("gpt2_small"), "huggingface");
+  const auto model = make_gpt2(tiny_gpt2_names());
+  const StateDict exported = to_pytorch_state_dict("gpt2_tiny", *model);
+  ASSERT_EQ(exported.size(), state_dict(*model).size() + 1);
+  EXPECT_EQ(exported.back().first, "lm_head.weight");
+  EXPECT_TRUE(torch::equal(exported.back().second, entry(exported, "transformer.wte.weight")));
+  EXPECT_TRUE(pytorch_module("gpt2_tiny", exported).promised);
+  EXPECT_NE(pytorch_module("gpt2_tiny", exported).describe.find("GPT2LMHeadModel"),
+            std::string::npos);
+  // Back in: exactly the module's own entries.
+  EXPECT_EQ(names_of(from_pytorch_state_dict("gpt2_tiny", exported, "gpt2.pt")),
+            names_of(state_dict(*model)));
+}
+
+TEST(PytorchNames, Gpt2ImportReadsOpenAIsNamesAndDropsTheMaskBuffers) {
+  const auto model = make_gpt2(tiny_gpt2_names());
+  StateDict bare;  // GPT2Model's names, as OpenAI's released checkpoints have them
+  for (const auto& [name, tensor] : state_dict(*model)) {
+    bare.emplace_back(name.substr(std::string("transformer.").size()), tensor);
+    if (name.find(".attn.c_attn.weight") != std::string::npos) {
+      const std::string block = name.substr(12, name.find(".attn.") - 12);  // "h.N"
+      bare.emplace_back(block + ".attn.bias", torch::ones({1, 1, 16, 16}).tril());
+      bare.emplace_back(block + ".attn.masked_bias", torch::tensor(-1e4));
+    }
+  }
+  EXPECT_EQ(names_of(from_pytorch_state_dict("gpt2_tiny", bare, "gpt2.bin")),
+            names_of(state_dict(*model)));
+}
+
+TEST(PytorchNames, AnUntiedGpt2LmHeadIsRefusedByName) {
+  const auto model = make_gpt2(tiny_gpt2_names());
+  StateDict exported = to_pytorch_state_dict("gpt2_tiny", *model);
+  exported.back().second = exported.back().second + 1.0;
+  try {
+    from_pytorch_state_dict("gpt2_tiny", exported, "untied.safetensors");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "untied.safetensors: lm_head.weight differs from transformer.wte.weight"),
+              std::string::npos)
+        << e.what();
   }
 }
 
