@@ -220,19 +220,12 @@ int print_budget_status(const SweepContext& ctx) {
 int run_budget_search(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
                       const WorkerChoice& workers) {
   const auto plan = checked_budget_plan(ctx);
-  const auto lock = coordinator_lock(ctx, "run");
-  sweeps::SweepRecords records(ctx.spec, ctx.layout);
-  records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as started
-  fmt::print("search {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
-             ctx.spec.results, ctx.spec.runs_dir, workers.describe());
-  std::fflush(stdout);
-  study::ProcessSourceOptions source_options;
-  source_options.run = options;
-  source_options.run.workers = workers.workers;
-  source_options.run.stop_requests = &study_stop_requests();
+  LocalCoordinator coordinator(ctx, options, workers, "search", plan.cells.size());
   BudgetPrinter printer;
-  study::ProcessTrialSource source(records, ctx.layout, ctx.spec.name, source_options, printer);
-  study::BudgetEngine engine(plan, records.store(), records.sweep_id(), source, printer);
+  study::ProcessTrialSource source(coordinator.records(), ctx.layout, ctx.spec.name,
+                                   coordinator.source_options(), printer);
+  study::BudgetEngine engine(plan, coordinator.records().store(), coordinator.records().sweep_id(),
+                             source, printer);
   study::BudgetSummary summary;
   {
     StudyStopSignals signals;

@@ -290,12 +290,11 @@ int run_study_engine(const SweepContext& ctx, const study::StudyPlan& plan,
   return summary.stopped || summary.unfinished > 0 ? kExitFailed : kExitOk;
 }
 
-int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
-              const WorkerChoice& workers) {
-  const auto plan = checked_study_plan(ctx);
-  const auto lock = coordinator_lock(ctx, "run");
-  // The lock keeps out a coordinator on a host that shares file locks with this one; a Slurm
-  // coordinator job may run on one that does not (sweeps/study/slurm_coordinator.h).
+namespace {
+
+// The coordinator lock, taken before anything else: nothing is recorded while another holds it.
+sweeps::FileLock lock_out_other_coordinators(const SweepContext& ctx) {
+  auto lock = coordinator_lock(ctx, "run");
   if (const auto job = study::live_coordinator(ctx.layout, ctx.spec.name); !job.empty()) {
     throw Error(fmt::format(
         "study {}: its coordinator is queued or running as Slurm job {} (sweep submit --slurm); a "
@@ -303,19 +302,32 @@ int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
         "status`) or cancel it with `scancel {}` first",
         ctx.spec.name, job, job));
   }
-  sweeps::SweepRecords records(ctx.spec, ctx.layout);
-  records.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials are added as decided
-  fmt::print("study {}: {} cells -> {} (runs in {}), {}\n", ctx.spec.name, plan.cells.size(),
+  return lock;
+}
+
+}  // namespace
+
+LocalCoordinator::LocalCoordinator(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
+                                   const WorkerChoice& workers, const std::string& kind,
+                                   size_t cells)
+    : lock_(lock_out_other_coordinators(ctx)), records_(ctx.spec, ctx.layout) {
+  records_.register_plan(ctx.spec, sweeps::Plan{});  // the sweeps row; trials come as decided
+  source_options_.run = options;
+  source_options_.run.workers = workers.workers;
+  source_options_.run.stop_requests = &g_study_stop;
+  fmt::print("{} {}: {} cells -> {} (runs in {}), {}\n", kind, ctx.spec.name, cells,
              ctx.spec.results, ctx.spec.runs_dir, workers.describe());
   std::fflush(stdout);
+}
 
-  study::ProcessSourceOptions source_options;
-  source_options.run = options;
-  source_options.run.workers = workers.workers;
-  source_options.run.stop_requests = &g_study_stop;
+int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
+              const WorkerChoice& workers) {
+  const auto plan = checked_study_plan(ctx);
+  LocalCoordinator coordinator(ctx, options, workers, "study", plan.cells.size());
   StudyPrinter printer(plan);
-  study::ProcessTrialSource source(records, ctx.layout, ctx.spec.name, source_options, printer);
-  return run_study_engine(ctx, plan, records, source, printer);
+  study::ProcessTrialSource source(coordinator.records(), ctx.layout, ctx.spec.name,
+                                   coordinator.source_options(), printer);
+  return run_study_engine(ctx, plan, coordinator.records(), source, printer);
 }
 
 int print_study_status(const SweepContext& ctx) {

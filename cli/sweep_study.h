@@ -13,6 +13,7 @@
 #include "sweeps/local_runner.h"
 #include "sweeps/study/engine.h"
 #include "sweeps/study/plan.h"
+#include "sweeps/study/trial_source.h"
 #include "sweeps/sweep_records.h"
 
 namespace batchlab::cli {
@@ -52,6 +53,27 @@ class StudyStopSignals {
 int run_study_engine(const SweepContext& ctx, const sweeps::study::StudyPlan& plan,
                      sweeps::SweepRecords& records, sweeps::study::TrialSource& source,
                      StudyPrinter& printer);
+
+// What a local coordinator holds while it runs a study's or a fixed-budget search's trials: the
+// coordinator lock, the sweep's records (its sweeps row registered; trials are added as they are
+// decided) and the options of its local trial source, stopped by study_stop_requests(). Refuses
+// (batchlab::Error) while the study's Slurm coordinator job is queued or running: the lock keeps
+// out a coordinator on a host that shares file locks with this one, and a Slurm coordinator may run
+// on one that does not (sweeps/study/slurm_coordinator.h). Prints the opening line, e.g.
+// "study NAME: 12 cells -> results.db (runs in runs/NAME), 2 workers".
+class LocalCoordinator {
+ public:
+  LocalCoordinator(const SweepContext& ctx, const sweeps::LocalRunOptions& options,
+                   const WorkerChoice& workers, const std::string& kind, size_t cells);
+
+  sweeps::SweepRecords& records() { return records_; }
+  const sweeps::study::ProcessSourceOptions& source_options() const { return source_options_; }
+
+ private:
+  sweeps::FileLock lock_;
+  sweeps::SweepRecords records_;
+  sweeps::study::ProcessSourceOptions source_options_;
+};
 
 // `sweep run`: runs the study over `options.workers` workers; resumes what the database holds.
 int run_study(const SweepContext& ctx, const sweeps::LocalRunOptions& options,

@@ -127,6 +127,19 @@ enum class LaterSeeds { search, neighbours, rerun_best };
 
 // The [study] section: every cell (one combination of the grid, which must not sweep the learning
 // rate) gets a learning-rate search raced to a validation target (sweeps/study_*.h).
+// [study.bound]: the cap of a line that does not match `conditions` is at most `factor` times the
+// steps the reference lines' fit S(B) = S_min + E_min / B predicts at its batch, once the lines
+// that match have reached at 3 batches or more (sweeps/study/plan.h reference_cap). A line that
+// cannot reach the target then costs a bounded multiple of the reference, and its censored cells
+// read as "more than factor x the reference": the bound a comparison of a failing optimizer needs
+// at the large batches, where the study's own cap would train it thousands of steps in vain.
+struct StudyBoundSpec {
+  std::string reference;          // as written: "optim.name=lamb"
+  std::vector<Match> conditions;  // all must hold for a reference line
+  double factor = 4.0;
+  Location where;
+};
+
 struct StudySpec {
   std::string target_metric;  // val_acc | val_loss
   double target_value = 0.0;
@@ -145,9 +158,10 @@ struct StudySpec {
   // cost (`batchlab sweep cost`). Neither key changes a trial's config or a cell id.
   bool race = true;
   LaterSeeds later_seeds = LaterSeeds::search;
-  std::optional<LadderSpec> ladder;  // the batches as a ladder rather than a batch.global list
-  Location where;                    // the [study] table
-  Location target_where;             // its target (messages about the target name this position)
+  std::optional<LadderSpec> ladder;     // the batches as a ladder rather than a batch.global list
+  std::optional<StudyBoundSpec> bound;  // caps of the other lines from a reference line's fit
+  Location where;                       // the [study] table
+  Location target_where;                // its target (messages about the target name this position)
 };
 
 // One searched knob of a [search] section: the values a line tries for `key`. [search.knobs]

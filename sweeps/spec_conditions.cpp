@@ -124,6 +124,33 @@ void SpecReader::read_excludes(const toml::table& doc, SweepSpec& spec) {
   }
 }
 
+std::optional<std::vector<Match>> SpecReader::read_conditions(const std::string& condition,
+                                                              Location where,
+                                                              const std::string& path,
+                                                              const std::string& example,
+                                                              const SweepSpec& spec) {
+  std::vector<Match> matches;
+  bool ok = true;
+  for (const auto& part : split_conditions(condition)) {
+    std::string problem;
+    auto parsed = config::parse_override(part, problem);
+    if (!parsed || part.find('=') == std::string::npos) {
+      error(where, path, "",
+            fmt::format("condition `{}` is not key=value (e.g. {}; join several with ',')", part,
+                        example));
+      ok = false;
+      continue;
+    }
+    storage_->holders.push_back(std::move(parsed->holder));
+    const toml::node& value = *storage_->holders.back().get("value");
+    auto m = read_match(parsed->path, value, where, path, spec);
+    ok = ok && m.has_value();
+    if (m) matches.push_back(std::move(*m));
+  }
+  if (!ok) return std::nullopt;
+  return matches;
+}
+
 void SpecReader::read_whens(const toml::table& doc, SweepSpec& spec) {
   const toml::table* whens = table_at(doc, "when");
   if (whens == nullptr) return;
@@ -132,24 +159,10 @@ void SpecReader::read_whens(const toml::table& doc, SweepSpec& spec) {
     when.condition = std::string(key.str());
     when.where = location_of(key);
     const std::string where = fmt::format("[when.\"{}\"]", when.condition);
-    bool ok = true;
-    for (const auto& part : split_conditions(when.condition)) {
-      std::string problem;
-      auto parsed = config::parse_override(part, problem);
-      if (!parsed || part.find('=') == std::string::npos) {
-        error(when.where, where, "",
-              fmt::format("condition `{}` is not key=value (e.g. [when.\"optim.name=lars\"]; "
-                          "join several with ',')",
-                          part));
-        ok = false;
-        continue;
-      }
-      storage_->holders.push_back(std::move(parsed->holder));
-      const toml::node& value = *storage_->holders.back().get("value");
-      auto m = read_match(parsed->path, value, when.where, where, spec);
-      ok = ok && m.has_value();
-      if (m) when.conditions.push_back(std::move(*m));
-    }
+    auto conditions =
+        read_conditions(when.condition, when.where, where, "[when.\"optim.name=lars\"]", spec);
+    const bool ok = conditions.has_value();
+    if (conditions) when.conditions = std::move(*conditions);
     const auto* body = node.as_table();
     if (body == nullptr) {
       error(location_of(node), where, config::render_node(node),

@@ -41,6 +41,14 @@ class SpecReader {
   SweepSpec read();
   std::vector<Diagnostic>& diagnostics() { return diagnostics_; }
 
+  // Experiment keys a [study] or a [search] sets on every trial itself: the spec must not sweep
+  // them (an axis), nor assign them unless `fixed_value_allowed` ([set], [when]).
+  struct OwnedKey {
+    const char* key;
+    bool fixed_value_allowed;
+    const char* rule;  // why, and what to write instead
+  };
+
  private:
   void error(Location at, std::string key, std::string value, std::string rule);
   SpecValue value_of(const toml::node& node) const;
@@ -64,6 +72,12 @@ class SpecReader {
   // match, which is a mistake worth reporting.
   std::optional<Match> read_match(const std::string& key, const toml::node& value, Location at,
                                   const std::string& where, const SweepSpec& spec);
+  // The matches of a condition such as "optim.name=lars,batch.global=256" (each a swept key and
+  // one of its values); nullopt (errors reported at `where`, under `path`) when any part is not.
+  std::optional<std::vector<Match>> read_conditions(const std::string& condition, Location where,
+                                                    const std::string& path,
+                                                    const std::string& example,
+                                                    const SweepSpec& spec);
   void read_excludes(const toml::table& doc, SweepSpec& spec);
   void read_whens(const toml::table& doc, SweepSpec& spec);
   // [study] (sweeps/study/spec_reader.cpp), read last: it checks the keys the rest of the spec
@@ -71,7 +85,10 @@ class SpecReader {
   void read_study(const toml::table& doc, SweepSpec& spec);
   void read_study_target(const toml::node& node, StudySpec& study);
   void read_study_search_keys(const toml::table& table, StudySpec& study);
-  void check_study_owned_keys(const SweepSpec& spec);
+  void read_study_bound(const toml::node& node, const SweepSpec& spec, StudySpec& study);
+  // Reports every assignment of an owned key; `section` is "study" or "search".
+  void check_owned_keys(const SweepSpec& spec, const std::vector<OwnedKey>& owned,
+                        const char* section);
   // [search] (sweeps/study/budget_reader.cpp), read after [study]: only one of the two may be
   // given.
   void read_budget_search(const toml::table& doc, SweepSpec& spec);
@@ -80,7 +97,6 @@ class SpecReader {
                              const SweepSpec& spec, BudgetSearchSpec& search);
   void read_search_knobs(const toml::node& node, const std::string& condition,
                          const std::vector<Match>& conditions, BudgetSearchSpec& search);
-  void check_search_owned_keys(const SweepSpec& spec);
 
   std::string source_;
   std::shared_ptr<SpecStorage> storage_;

@@ -231,6 +231,9 @@ struct BudgetEngine::State {
   }
 
   // ---- the records: a cell's row with its budget so far, its points' rows
+  // Every point's row, not only the one whose trial ended: a point's outcome (running or halted)
+  // follows from the cell's halving decision, which the ended trial may have just changed for all
+  // of them. A cell holds at most a few dozen points, so one transaction per ended trial is cheap.
   void write_cell(size_t c) {
     CellRun& run = cells[c];
     run.row.trials = 0;

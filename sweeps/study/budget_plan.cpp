@@ -63,27 +63,6 @@ Diagnostic budget_at(const SweepSpec& spec, Location where, std::string key, std
                     std::move(key), std::move(value), std::move(rule)};
 }
 
-// Whether the job's coordinates satisfy every condition (values compared as TOML values).
-bool line_holds(const SweepSpec& spec, const Plan& plan, const Job& job,
-                const std::vector<Match>& conditions) {
-  for (const auto& m : conditions) {
-    bool ok = false;
-    for (size_t k = 0; k < plan.coordinate_keys.size() && !ok; ++k) {
-      if (plan.coordinate_keys[k] != m.key) continue;
-      for (const auto& dim : spec.dimensions) {
-        for (const auto& axis : dim.axes) {
-          if (axis.key != m.key) continue;
-          for (const auto& v : axis.values) {
-            if (v.text == job.coordinates[k] && same_value(*v.node, *m.value.node)) ok = true;
-          }
-        }
-      }
-    }
-    if (!ok) return false;
-  }
-  return true;
-}
-
 std::vector<KnobValues> budget_knobs_of(const SweepSpec& spec, const Plan& plan, const Job& job) {
   const BudgetSearchSpec& search = *spec.search;
   KnobValues lr{kLrKey, {}};
@@ -93,7 +72,7 @@ std::vector<KnobValues> budget_knobs_of(const SweepSpec& spec, const Plan& plan,
   }
   std::vector<KnobValues> out{lr};
   for (const auto& knob : search.knobs) {
-    if (!line_holds(spec, plan, job, knob.conditions)) continue;
+    if (!job_holds(spec, plan, job, knob.conditions)) continue;
     KnobValues values{knob.key, {}};
     for (const auto& v : knob.values) values.values.push_back(v.text);
     // A later clause for the same key replaces the earlier one, as in [when].

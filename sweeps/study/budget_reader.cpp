@@ -22,12 +22,7 @@ const std::vector<std::string> kSearchKeys = {"budget_samples", "eta",    "knobs
 
 // Keys the search sets on every trial itself: a spec may not assign them (a fixed optim.base_lr is
 // the centre of the rates; the schedule's length is the budget, so it may be set but not searched).
-struct SearchOwnedKey {
-  const char* key;
-  bool fixed_value_allowed;
-  const char* rule;
-};
-const SearchOwnedKey kSearchOwned[] = {
+const std::vector<SpecReader::OwnedKey> kSearchOwned = {
     {"optim.base_lr", true,
      "the search tries the rates itself (lr_points around the job's optim.base_lr): give the "
      "centre in the base, [set] or [when], never as an axis or a knob"},
@@ -51,7 +46,7 @@ std::optional<double> search_number(const toml::node& node) {
   return std::nullopt;
 }
 
-const SearchOwnedKey* search_owned(const std::string& key) {
+const SpecReader::OwnedKey* search_owned(const std::string& key) {
   for (const auto& o : kSearchOwned) {
     if (key == o.key) return &o;
   }
@@ -94,7 +89,7 @@ void SpecReader::read_budget_search(const toml::table& doc, SweepSpec& spec) {
       }
     }
   }
-  check_search_owned_keys(spec);
+  check_owned_keys(spec, kSearchOwned, "search");
   if (search.budget_samples) {
     for (const char* key : {"schedule.epochs", "schedule.steps"}) {
       for (const auto& s : spec.set) {
@@ -165,25 +160,8 @@ void SpecReader::read_search_condition(const std::string& condition, Location wh
                                        const toml::node& knobs, const SweepSpec& spec,
                                        BudgetSearchSpec& search) {
   const std::string path = fmt::format("[search.when.\"{}\"]", condition);
-  std::vector<Match> matches;
-  bool ok = true;
-  for (const auto& part : split_conditions(condition)) {
-    std::string problem;
-    auto parsed = config::parse_override(part, problem);
-    if (!parsed || part.find('=') == std::string::npos) {
-      error(where, path, "",
-            fmt::format("condition `{}` is not key=value (e.g. [search.when.\"optim.name=lars\"])",
-                        part));
-      ok = false;
-      continue;
-    }
-    storage_->holders.push_back(std::move(parsed->holder));
-    const toml::node& value = *storage_->holders.back().get("value");
-    auto m = read_match(parsed->path, value, where, path, spec);
-    ok = ok && m.has_value();
-    if (m) matches.push_back(std::move(*m));
-  }
-  if (ok) read_search_knobs(knobs, condition, matches, search);
+  auto matches = read_conditions(condition, where, path, "[search.when.\"optim.name=lars\"]", spec);
+  if (matches) read_search_knobs(knobs, condition, *matches, search);
 }
 
 void SpecReader::read_search_knobs(const toml::node& node, const std::string& condition,
@@ -218,27 +196,6 @@ void SpecReader::read_search_knobs(const toml::node& node, const std::string& co
     knob.conditions = conditions;
     knob.where = entry.where;
     search.knobs.push_back(std::move(knob));
-  }
-}
-
-void SpecReader::check_search_owned_keys(const SweepSpec& spec) {
-  for (const auto& o : kSearchOwned) {
-    for (const auto& dim : spec.dimensions) {
-      for (const auto& axis : dim.axes) {
-        if (axis.key == o.key) {
-          error(axis.where, axis.key, "", fmt::format("cannot be swept in a search: {}", o.rule));
-        }
-      }
-    }
-    if (o.fixed_value_allowed) continue;
-    for (const auto& s : spec.set) {
-      if (s.key == o.key) error(s.value.where, "[set] " + s.key, s.value.text, o.rule);
-    }
-    for (const auto& w : spec.whens) {
-      for (const auto& s : w.settings) {
-        if (s.key == o.key) error(s.value.where, s.key, s.value.text, o.rule);
-      }
-    }
   }
 }
 

@@ -60,16 +60,23 @@ double StudyEngine::State::centre_of(size_t c) const {
 }
 
 int64_t StudyEngine::State::cap_of(size_t c) const {
-  std::vector<ReachedPoint> reached;
+  std::vector<ReachedPoint> reached, reference;
   for (size_t o = 0; o < cells.size(); ++o) {
     const auto& other = cells[o].row;
-    if (plan.cells[o].line != plan.cells[c].line || !cells[o].complete ||
-        other.status != cell_status::kReached || other.global_batch >= plan.job(c).global_batch) {
-      continue;
+    if (!cells[o].complete || other.status != cell_status::kReached) continue;
+    const ReachedPoint point{other.global_batch, *other.steps_to_target};
+    if (!plan.cells[o].bounded) reference.push_back(point);
+    if (plan.cells[o].line == plan.cells[c].line && other.global_batch < plan.job(c).global_batch) {
+      reached.push_back(point);
     }
-    reached.push_back({other.global_batch, *other.steps_to_target});
   }
-  return cap_from_fit(reached, plan.job(c).global_batch, plan.cells[c].max_cap_steps);
+  const int64_t batch = plan.job(c).global_batch;
+  const int64_t own = cap_from_fit(reached, batch, plan.cells[c].max_cap_steps);
+  if (!plan.cells[c].bounded) return own;
+  // The reference lines' cells at every batch count, the larger ones too: a bound from their fit
+  // over the whole range is what the comparison at this batch is against.
+  const auto bound = reference_cap(reference, batch, plan.study().bound->factor);
+  return bound ? std::min(own, *bound) : own;
 }
 
 bool StudyEngine::State::open_ready_cells() {

@@ -130,6 +130,30 @@ void link_seeds(const Plan& plan, std::vector<Cell>& cells) {
 
 }  // namespace
 
+namespace {
+
+// [study.bound]: which cells are bounded by the reference; a reference that names no line, or
+// every line, bounds nothing and is a mistake in the spec.
+void mark_bounded(const SweepSpec& spec, const Plan& plan, std::vector<Cell>& cells,
+                  std::vector<Diagnostic>& problems) {
+  const auto& bound = spec.study->bound;
+  if (!bound) return;
+  size_t references = 0;
+  for (auto& cell : cells) {
+    cell.bounded = !job_holds(spec, plan, plan.jobs[cell.job], bound->conditions);
+    if (!cell.bounded) ++references;
+  }
+  if (references == 0 || references == cells.size()) {
+    problems.push_back(at(spec, bound->where, "study.bound.reference", bound->reference,
+                          references == 0 ? "matches no cell of the study: name a swept value "
+                                            "of the lines whose fit bounds the others"
+                                          : "matches every cell: there is no other line to "
+                                            "bound; name the reference lines only"));
+  }
+}
+
+}  // namespace
+
 StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions& options) {
   StudyPlan out;
   out.spec = &spec;
@@ -158,6 +182,7 @@ StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions&
     }
     out.cells.push_back(std::move(cell));
   }
+  mark_bounded(spec, plan, out.cells, problems);
   if (!problems.empty()) throw ConfigError(std::move(problems));
   link_lines(plan, out.cells);
   link_seeds(plan, out.cells);
@@ -221,17 +246,17 @@ Job trial_job(const toml::table& config, const std::string& source, const PlanOp
   return trial;
 }
 
-int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, int64_t max_cap) {
+std::optional<double> predicted_steps(const std::vector<ReachedPoint>& reached, int64_t batch) {
   std::map<int64_t, std::vector<double>> logs;  // batch -> log steps of its reached cells
   std::vector<results::FitPoint> points;
   for (const auto& p : reached) {
     logs[p.batch].push_back(std::log(p.steps));
     points.push_back({static_cast<double>(p.batch), p.steps, false, ""});
   }
-  if (logs.size() < 3) return max_cap;
+  if (logs.size() < 3) return std::nullopt;
   // The same fit the report prints (one implementation, results/scaling_fit.h).
   const auto fit = results::fit_scaling(points);
-  if (!fit) return max_cap;
+  if (!fit) return std::nullopt;
   const double predicted = results::fitted_steps(*fit, static_cast<double>(batch));
   // Under S_min >= 0 steps fall at most in proportion to 1/B, so S(B) >= S(b) b / B for every
   // batch b that reached: a fit whose floor went negative (a line still scaling faster than
@@ -244,9 +269,42 @@ int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, in
     floor = std::max(floor, std::exp(mean) * static_cast<double>(b) / static_cast<double>(batch));
   }
   const double steps = std::isfinite(predicted) ? std::max(predicted, floor) : floor;
-  if (!(steps > 0.0)) return max_cap;
-  const auto cap = static_cast<int64_t>(std::ceil(3.0 * steps - 1e-6));
+  if (!(steps > 0.0)) return std::nullopt;
+  return steps;
+}
+
+int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, int64_t max_cap) {
+  const auto steps = predicted_steps(reached, batch);
+  if (!steps) return max_cap;
+  const auto cap = static_cast<int64_t>(std::ceil(3.0 * *steps - 1e-6));
   return std::clamp<int64_t>(cap, 1, max_cap);
+}
+
+std::optional<int64_t> reference_cap(const std::vector<ReachedPoint>& reference, int64_t batch,
+                                     double factor) {
+  const auto steps = predicted_steps(reference, batch);
+  if (!steps) return std::nullopt;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(factor * *steps - 1e-6)));
+}
+
+bool job_holds(const SweepSpec& spec, const Plan& plan, const Job& job,
+               const std::vector<Match>& conditions) {
+  for (const auto& m : conditions) {
+    bool ok = false;
+    for (size_t k = 0; k < plan.coordinate_keys.size() && !ok; ++k) {
+      if (plan.coordinate_keys[k] != m.key) continue;
+      for (const auto& dim : spec.dimensions) {
+        for (const auto& axis : dim.axes) {
+          if (axis.key != m.key) continue;
+          for (const auto& v : axis.values) {
+            if (v.text == job.coordinates[k] && same_value(*v.node, *m.value.node)) ok = true;
+          }
+        }
+      }
+    }
+    if (!ok) return false;
+  }
+  return true;
 }
 
 }  // namespace batchlab::sweeps::study

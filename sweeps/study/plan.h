@@ -41,6 +41,9 @@ struct Cell {
   // group (the seeds are the slowest-varying dimension, so it comes first in plan order).
   std::optional<size_t> first_seed;
   int64_t max_cap_steps = 0;  // from max_samples / max_steps (or the job's own schedule)
+  // Under [study.bound]: true for a cell of a line the reference does not match (its cap is also
+  // bounded by reference_cap), false for the reference lines' cells and without a bound.
+  bool bounded = false;
 };
 
 struct StudyPlan {
@@ -87,5 +90,19 @@ struct ReachedPoint {
   double steps = 0.0;
 };
 int64_t cap_from_fit(const std::vector<ReachedPoint>& reached, int64_t batch, int64_t max_cap);
+
+// The steps the fit of `reached` predicts at `batch`, never below perfect scaling from a batch that
+// reached (as above); nullopt with fewer than 3 distinct batches or no usable fit.
+std::optional<double> predicted_steps(const std::vector<ReachedPoint>& reached, int64_t batch);
+
+// [study.bound]: ceil(factor x the reference lines' predicted steps at `batch`), at least 1;
+// nullopt while the reference lines have not reached at 3 batches (the cell keeps its own cap).
+std::optional<int64_t> reference_cap(const std::vector<ReachedPoint>& reference, int64_t batch,
+                                     double factor);
+
+// Whether `job`'s coordinates satisfy every condition (values compared as TOML values): the
+// lines a [search.when] clause or a [study.bound] reference names.
+bool job_holds(const SweepSpec& spec, const Plan& plan, const Job& job,
+               const std::vector<Match>& conditions);
 
 }  // namespace batchlab::sweeps::study

@@ -18,7 +18,8 @@ namespace batchlab::sweeps {
 
 namespace {
 
-const std::vector<std::string> kStudyKeys = {"evals_per_octave",
+const std::vector<std::string> kStudyKeys = {"bound",
+                                             "evals_per_octave",
                                              "ladder",
                                              "later_seeds",
                                              "lr_center",
@@ -32,14 +33,9 @@ const std::vector<std::string> kStudyKeys = {"evals_per_octave",
                                              "prune_min_fraction",
                                              "warmup"};
 
-// Experiment keys a study sets on every trial itself; the spec must not assign them. The learning
-// rate may be given a fixed value ([set], [when]: the first batch's centre), never an axis.
-struct OwnedKey {
-  const char* key;
-  bool fixed_value_allowed;
-  const char* rule;
-};
-const OwnedKey kOwnedKeys[] = {
+// The learning rate may be given a fixed value ([set], [when]: the first batch's centre), never an
+// axis.
+const std::vector<SpecReader::OwnedKey> kStudyOwnedKeys = {
     {"optim.base_lr", true,
      "the study searches the learning rate of every cell: remove it from the grid (give the first "
      "centre with optim.base_lr in the base, [set] or [when], or [study] lr_center)"},
@@ -152,8 +148,9 @@ void SpecReader::read_study(const toml::table& doc, SweepSpec& spec) {
     study.ladder = read_ladder(*node, problems);
     for (auto& p : problems) error(p.where, p.key, p.value, p.rule);
   }
+  if (const toml::node* node = table->get("bound")) read_study_bound(*node, spec, study);
   spec.study = study;
-  check_study_owned_keys(spec);
+  check_owned_keys(spec, kStudyOwnedKeys, "study");
   if (study.ladder) {
     for (auto& p : add_ladder_batches(*study.ladder, spec, *storage_)) {
       error(p.where, p.key, p.value, p.rule);
@@ -186,6 +183,47 @@ void SpecReader::read_study_search_keys(const toml::table& table, StudySpec& stu
             "neighbours) or \"rerun_best\" (they run that best rate alone)");
     }
   }
+}
+
+void SpecReader::read_study_bound(const toml::node& node, const SweepSpec& spec, StudySpec& study) {
+  const auto* table = node.as_table();
+  const toml::node* reference = table != nullptr ? table->get("reference") : nullptr;
+  const toml::node* factor = table != nullptr ? table->get("factor") : nullptr;
+  bool ok = true;
+  if (table != nullptr) {
+    for (auto&& [key, value] : *table) {
+      if (key.str() == "reference" || key.str() == "factor") continue;
+      error(location_of(key), fmt::format("study.bound.{}", key.str()), config::render_node(value),
+            "unknown key; [study.bound] has reference and factor");
+      ok = false;
+    }
+  }
+  if (reference == nullptr || !reference->is_string()) {
+    error(location_of(node), "study.bound.reference",
+          reference != nullptr ? config::render_node(*reference) : "",
+          "give the reference lines as a condition on swept keys, e.g. reference = "
+          "\"optim.name=lamb\": the other lines' caps are bounded by their fit");
+    return;
+  }
+  StudyBoundSpec bound;
+  bound.where = location_of(node);
+  bound.reference = reference->as_string()->get();
+  auto conditions = read_conditions(bound.reference, location_of(*reference),
+                                    "study.bound.reference", "\"optim.name=lamb\"", spec);
+  ok = ok && conditions.has_value();
+  if (conditions) bound.conditions = std::move(*conditions);
+  if (factor != nullptr) {
+    const auto value = number_of(*factor);
+    if (!value || !(*value > 1.0) || *value > 1000.0) {
+      error(location_of(*factor), "study.bound.factor", config::render_node(*factor),
+            "must be a number in (1, 1000]: how many times the reference's steps a bounded line "
+            "may train, e.g. 4");
+      ok = false;
+    } else {
+      bound.factor = *value;
+    }
+  }
+  if (ok) study.bound = std::move(bound);
 }
 
 void SpecReader::read_study_target(const toml::node& node, StudySpec& study) {
@@ -224,25 +262,23 @@ void SpecReader::read_study_target(const toml::node& node, StudySpec& study) {
   study.target_value = *v;
 }
 
-void SpecReader::check_study_owned_keys(const SweepSpec& spec) {
-  for (const auto& owned : kOwnedKeys) {
+void SpecReader::check_owned_keys(const SweepSpec& spec, const std::vector<OwnedKey>& owned,
+                                  const char* section) {
+  for (const auto& o : owned) {
     for (const auto& dim : spec.dimensions) {
       for (const auto& axis : dim.axes) {
-        if (axis.key != owned.key) continue;
-        error(axis.where, axis.key, "", fmt::format("cannot be swept in a study: {}", owned.rule));
+        if (axis.key != o.key) continue;
+        error(axis.where, axis.key, "",
+              fmt::format("cannot be swept in a {}: {}", section, o.rule));
       }
     }
-    if (owned.fixed_value_allowed) continue;
+    if (o.fixed_value_allowed) continue;
     for (const auto& s : spec.set) {
-      if (s.key == owned.key) {
-        error(s.value.where, "[set] " + s.key, s.value.text, std::string(owned.rule));
-      }
+      if (s.key == o.key) error(s.value.where, "[set] " + s.key, s.value.text, o.rule);
     }
     for (const auto& w : spec.whens) {
       for (const auto& s : w.settings) {
-        if (s.key == owned.key) {
-          error(s.value.where, s.key, s.value.text, std::string(owned.rule));
-        }
+        if (s.key == o.key) error(s.value.where, s.key, s.value.text, o.rule);
       }
     }
   }
