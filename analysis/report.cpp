@@ -136,7 +136,7 @@ void find_constants(const std::vector<RunRecord>& records, const ReportOptions& 
     }
   }
   for (const auto& descriptor : records.front().descriptors) {
-    // Named copies, not structured bindings: a lambda capturing a binding is C++20 that clang
+    // Named references, not structured bindings: a lambda capturing a binding is C++20 that clang
     // accepts only from 16 on, and the fuzzing build (docs/fuzzing.md) uses clang 14.
     const std::string& name = descriptor.first;
     const std::string& first = descriptor.second;

@@ -122,7 +122,9 @@ StudyCellRecord cell_of(const std::string& path, int line, const std::vector<std
   c.sweep_id = path;
   c.optimizer = row[ix.series];
   const double batch = field_number(path, line, "batch", row[ix.batch]);
-  if (!(batch >= 1.0) || std::floor(batch) != batch) {
+  // 2^53: past it a double no longer holds every integer, and the cast to int64 below must stay
+  // in range (found by fuzz_steps_csv: a batch of 1e75 was undefined behaviour).
+  if (!(batch >= 1.0) || std::floor(batch) != batch || batch > 9007199254740992.0) {
     throw InputError(
         fmt::format("{}:{}: batch '{}' is not a positive integer", path, line, row[ix.batch]));
   }
@@ -133,7 +135,13 @@ StudyCellRecord cell_of(const std::string& path, int line, const std::vector<std
   }
   c.steps_to_target = steps;
   c.samples_to_target = steps * batch;
-  c.seed = ix.seed < 0 ? 0 : static_cast<int64_t>(field_number(path, line, "seed", row[ix.seed]));
+  if (ix.seed >= 0) {
+    const double seed = field_number(path, line, "seed", row[ix.seed]);
+    if (std::floor(seed) != seed || std::fabs(seed) > 9007199254740992.0) {
+      throw InputError(fmt::format("{}:{}: seed '{}' is not an integer", path, line, row[ix.seed]));
+    }
+    c.seed = static_cast<int64_t>(seed);
+  }
   c.target_metric = target_name;
   if (ix.target >= 0) c.target_value = field_number(path, line, "target", row[ix.target]);
   c.status = "reached";

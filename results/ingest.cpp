@@ -227,6 +227,17 @@ struct Ingester::Impl {
     for (const auto& id : run_ids) {
       try {
         if (auto run = fold(id, options)) out.push_back(std::move(*run));
+      } catch (const StoreInputError& e) {
+        // SQLite found a damaged page (SQLITE_CORRUPT, SQLITE_NOTADB) while copying: bad input,
+        // exit 2, not a store failure (found by fuzz_ingest). The records file is read through
+        // the target's connection, so the message names both.
+        throw StoreInputError(
+            records_db,
+            fmt::format("cannot ingest run {} into {}: a database is damaged; the records file is "
+                        "the one to suspect (check the target with batchlab query --db {}), and "
+                        "a damaged records file is rebuilt by running its job again",
+                        id, db.path(), db.path()),
+            e.sqlite_message());
       } catch (const StoreError& e) {
         throw StoreError(db.path(), fmt::format("cannot ingest run {} from {}", id, records_db),
                          e.sqlite_message());

@@ -58,6 +58,9 @@ TEST(StepsTable, BadTablesAndColumnSpecsAreRefusedNamingWhere) {
   refused("series,batch\na,16\n", "no column 'steps'");
   refused("series,batch,steps\na,16\n", ":2: 2 fields where the header has 3");
   refused("series,batch,steps\na,16.5,100\n", ":2: batch '16.5' is not a positive integer");
+  // Found by fuzz_steps_csv: a batch past int64 was cast to it (undefined behaviour).
+  refused("series,batch,steps\na,1e75,100\n", ":2: batch '1e75' is not a positive integer");
+  refused("series,batch,steps,seed\na,16,100,1e30\n", ":2: seed '1e30' is not an integer");
   refused("series,batch,steps\na,16,-3\n", ":2: steps '-3' must be positive");
   refused("series,batch,steps\na,16,many\n", ":2: steps 'many' is not a number");
   refused("series,batch,steps\n", "no rows under the header");
