@@ -44,6 +44,7 @@ class CausalLmTask : public train::Task {
                           std::optional<uint64_t> augment_seed) override;
   train::BatchOutput forward(const train::Batch& batch) override;
   bool fixed_input_shapes() const override { return true; }
+  std::string tokenizer_sha256() const override { return corpus_.tokenizer_sha256; }
 
   const data::TextCorpus& corpus() const { return corpus_; }
   const data::CausalLmWindows& windows(train::Split split) const;
