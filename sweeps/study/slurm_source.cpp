@@ -27,6 +27,8 @@ using Clock = std::chrono::steady_clock;
 // renames a new snapshot into place, a half-visible file): it is tried again at the next look,
 // and only this many failures in a row end the coordinator.
 constexpr int kFoldErrorsTolerated = 10;
+// A job missing from squeue counts as ended after this many poll intervals (and two answers).
+constexpr int kGonePolls = 5;
 
 std::optional<fs::file_time_type> modified(const std::string& path) {
   std::error_code ec;
@@ -89,6 +91,7 @@ struct SlurmTrialSource::Impl {
     int64_t attempt = 0;  // Slurm jobs submitted for the trial in all (runs.attempts)
     std::optional<fs::file_time_type> records_at_submit;  // its snapshot when last submitted
     int missing = 0;                                      // squeue answers in a row without the job
+    std::optional<Clock::time_point> missing_since;       // the first of those answers
   };
   // What the trial has published, read every curve interval.
   struct Curve {
@@ -243,6 +246,7 @@ struct SlurmTrialSource::Impl {
     }
     ++t.slurm.attempt;
     t.slurm.missing = 0;
+    t.slurm.missing_since.reset();
     t.state = TrialState::submitted;
     t.slurm.id = submission.job_id;
     t.slurm.output = submission.output(0);
@@ -440,12 +444,21 @@ struct SlurmTrialSource::Impl {
     for (auto it = tracked.begin(); it != tracked.end();) {
       Tracked& t = it->second;
       const bool in_queue = !t.slurm.id.empty() && queued->count(t.slurm.id);
-      // Gone from two answers in a row before it counts as ended: one answer can miss a job that
-      // is still there (a controller under load, a job between states), and a job wrongly taken
-      // for ended is submitted again beside itself.
-      t.slurm.missing = in_queue ? 0 : t.slurm.missing + 1;
-      const bool keep =
-          in_queue || (t.slurm.missing < 2 && !t.slurm.id.empty()) || ended(t, events);
+      // Gone from two answers in a row, over at least kGonePolls poll intervals, before it counts
+      // as ended: an answer can miss a job that is still there (a controller under load, a job
+      // between states: a job requeued by `scontrol requeue` was missing from two answers 2 s
+      // apart on a loaded CI machine), and a job wrongly taken for ended is submitted again
+      // beside itself.
+      if (in_queue) {
+        t.slurm.missing = 0;
+        t.slurm.missing_since.reset();
+      } else {
+        ++t.slurm.missing;
+        if (!t.slurm.missing_since) t.slurm.missing_since = Clock::now();
+      }
+      const bool gone = t.slurm.missing >= 2 &&
+                        Clock::now() - *t.slurm.missing_since >= kGonePolls * options.poll_interval;
+      const bool keep = in_queue || (!gone && !t.slurm.id.empty()) || ended(t, events);
       it = keep ? std::next(it) : tracked.erase(it);
     }
   }
