@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/config/init_file.h"
+#include "core/config/model_config.h"
 #include "core/config/sha256.h"
 #include "core/errors.h"
 
@@ -266,6 +267,17 @@ TextCorpus prepare_text_corpus(const config::DataConfig& data, int64_t vocab_siz
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   fmt::print(stderr, "batchlab: text cache ready after {:.1f} s\n", seconds);
   return open_packed(entry.string(), tokenizer_in(entry), data);
+}
+
+int64_t model_vocab_size(const TextCorpus& corpus, int64_t configured) {
+  const int64_t vocab = corpus.tokenizer->vocab_size();
+  if (configured != config::ModelConfig{}.vocab_size && configured != vocab) {
+    throw InputError(
+        fmt::format("model.vocab_size = {} conflicts with the tokenizer {} ({} pieces): remove "
+                    "model.vocab_size or set it to {}",
+                    configured, corpus.tokenizer->path(), vocab, vocab));
+  }
+  return vocab;
 }
 
 }  // namespace batchlab::data

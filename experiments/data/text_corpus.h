@@ -74,4 +74,9 @@ std::string text_cache_root();
 // data.tokenizer_sha256 is set and the tokenizer file has other bytes.
 TextCorpus prepare_text_corpus(const config::DataConfig& data, int64_t vocab_size);
 
+// The vocabulary a text model over `corpus` is built with: the tokenizer's. model.vocab_size cannot
+// tell "left at the default" from "set to the default": the default (BERT's WordPiece size) defers
+// to the tokenizer, any other value must agree with it (InputError naming both and the fix).
+int64_t model_vocab_size(const TextCorpus& corpus, int64_t configured);
+
 }  // namespace batchlab::data

@@ -87,15 +87,7 @@ std::unique_ptr<train::Task> make_causal_lm_task(const config::ModelConfig& mode
                                                  torch::Device device) {
   refuse_masked_lm_keys(model, data);
   auto corpus = data::prepare_text_corpus(data, model.vocab_size);
-  const int64_t vocab = corpus.tokenizer->vocab_size();
-  // As the masked-LM task: the default model.vocab_size defers to the tokenizer, any other value
-  // must agree with it.
-  if (model.vocab_size != config::ModelConfig{}.vocab_size && model.vocab_size != vocab) {
-    throw InputError(
-        fmt::format("model.vocab_size = {} conflicts with the tokenizer {} ({} pieces): "
-                    "remove model.vocab_size or set it to {}",
-                    model.vocab_size, corpus.tokenizer->path(), vocab, vocab));
-  }
+  const int64_t vocab = data::model_vocab_size(corpus, model.vocab_size);
   auto net = models::make_causal_lm(model, vocab);
   return std::make_unique<CausalLmTask>(std::move(corpus), std::move(net), data, device);
 }

@@ -124,15 +124,7 @@ std::unique_ptr<train::Task> make_masked_lm_task(const config::ModelConfig& mode
     models::make_masked_lm(model, 0);
   }
   auto corpus = data::prepare_text_corpus(data, model.vocab_size);
-  const int64_t vocab = corpus.tokenizer->vocab_size();
-  // model.vocab_size cannot tell "left at the default" from "set to the default": the default
-  // (BERT's WordPiece size) defers to the tokenizer, any other value must agree with it.
-  if (model.vocab_size != config::ModelConfig{}.vocab_size && model.vocab_size != vocab) {
-    throw InputError(
-        fmt::format("model.vocab_size = {} conflicts with the tokenizer {} ({} pieces): "
-                    "remove model.vocab_size or set it to {}",
-                    model.vocab_size, corpus.tokenizer->path(), vocab, vocab));
-  }
+  const int64_t vocab = data::model_vocab_size(corpus, model.vocab_size);
   auto net = models::make_masked_lm(model, vocab);
   return std::make_unique<MaskedLmTask>(std::move(corpus), std::move(net), data, device);
 }
