@@ -33,6 +33,18 @@ double resolved_weight_decay(const ExperimentConfig& c) {
   return weight_decay_for_batch(c.optim.base_weight_decay, c.optim.base_batch, c.batch.global);
 }
 
+OptimConfig optim_for_batch(const OptimConfig& optim, int64_t global_batch) {
+  OptimConfig out = optim;
+  if (optim.beta2_half_life > 0.0 && global_batch > 0) {
+    out.betas[1] = beta2_for_batch(optim.beta2_half_life, optim.beta2_floor, global_batch);
+  }
+  if (optim.weight_decay_scaling == "linear" && global_batch > 0 && optim.base_batch > 0) {
+    out.weight_decay =
+        weight_decay_for_batch(optim.base_weight_decay, optim.base_batch, global_batch);
+  }
+  return out;
+}
+
 namespace {
 
 Diagnostic diagnostic(std::string key, std::string value, std::string rule) {

@@ -41,6 +41,11 @@ double weight_decay_for_batch(double base_weight_decay, int64_t base_batch, int6
 std::array<double, 2> resolved_betas(const ExperimentConfig& c);
 double resolved_weight_decay(const ExperimentConfig& c);
 
+// `optim` with its rules applied at `global_batch` instead of batch.global: beta2 by its
+// half-life, the weight decay by the batch (each only when on). A batch schedule
+// (batch_schedule.h) re-resolves the optimizer with it at every batch change.
+OptimConfig optim_for_batch(const OptimConfig& optim, int64_t global_batch);
+
 // Diagnostics for derived keys given a value the rule does not produce, and for a rule without
 // what it needs (base_weight_decay). With `read`, keys that failed to read are skipped.
 void validate_batch_rules(const ExperimentConfig& config, std::vector<Diagnostic>& out,

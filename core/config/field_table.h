@@ -113,9 +113,9 @@ Field<S> derived_field(std::string key, T S::*member, T (*default_of)(const Expe
 // A field left out of the canonical TOML while it holds its default (the member initializer's
 // value). For keys added after run ids were first recorded: configs that do not use the key keep
 // the run ids (and the databases and checkpoints keyed by them) they had.
-template <class S, class T, class R = NoRule>
-Field<S> field_omitted_at_default(std::string key, T S::*member, R rule = {}) {
-  Field<S> f = field(std::move(key), member, std::move(rule));
+template <class S, class T, class R = NoRule, class C = Codec<typename detail::Unwrapped<T>::type>>
+Field<S> field_omitted_at_default(std::string key, T S::*member, R rule = {}, C codec = {}) {
+  Field<S> f = field(std::move(key), member, std::move(rule), std::move(codec));
   f.write = [member, write = f.write](const S& s) -> std::optional<std::string> {
     static const S defaults{};
     if (s.*member == defaults.*member) return std::nullopt;

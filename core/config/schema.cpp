@@ -4,6 +4,7 @@
 #include <array>
 
 #include "core/config/batch_rules.h"
+#include "core/config/batch_schedule.h"
 #include "core/config/field_table.h"
 #include "core/config/limits.h"
 #include "core/config/param_rule.h"
@@ -207,8 +208,19 @@ Table<BatchConfig> batch_table() {
   // The rules that relate global, micro and bn_group need the world size: validation.cpp.
   return {{
       field("bn_group", &BatchConfig::bn_group, both(at_least(0), max_batch())),
-      field("global", &BatchConfig::global, both(greater_than(0), max_batch())),
+      // With batch.schedule, the last point's batch when absent (batch_schedule.h).
+      derived_field("global", &BatchConfig::global, default_global_batch,
+                    both(greater_than(0), max_batch())),
       field("micro", &BatchConfig::micro, both(at_least(0), max_batch())),
+      // The batch-size schedule (batch_schedule.h: its rules, which need the world size, are
+      // validation.cpp's): written only when used.
+      field_omitted_at_default(
+          "ramp_double_every", &BatchConfig::ramp_double_every,
+          both(at_least(0), at_most(static_cast<double>(kMaxScheduleExamples),
+                                    "examples between doublings; no run sees that many"))),
+      field_omitted_at_default("ramp_start", &BatchConfig::ramp_start,
+                               both(at_least(0), max_batch())),
+      field_omitted_at_default("schedule", &BatchConfig::schedule, NoRule{}, BatchScheduleCodec{}),
   }};
 }
 

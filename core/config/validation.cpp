@@ -12,6 +12,7 @@
 
 #include "core/config/batch_geometry.h"
 #include "core/config/batch_rules.h"
+#include "core/config/batch_schedule.h"
 #include "core/config/canonical.h"
 #include "core/config/codecs.h"
 #include "core/config/duration.h"
@@ -475,6 +476,7 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
   if (keys_intact(read, {"batch.global", "batch.micro", "batch.bn_group"})) {
     validate_batch_geometry(config.batch, options.world_size, out);
   }
+  validate_batch_schedule(config, options.world_size, out, read);
   validate_schedule(config.schedule, out, read);
   validate_optim(config.optim, out, read);
   validate_text(config.model, config.data, out, read);
@@ -485,6 +487,7 @@ std::vector<Diagnostic> validate_experiment(const ExperimentConfig& config,
   validate_batch_rules(config, out, read);
   std::vector<Diagnostic> sized;
   validate_data_size_rules(config, options, out, sized, read);
+  validate_batch_schedule_size_rules(config, options, out, sized, read);
   out.insert(out.end(), sized.begin(), sized.end());
   return out;
 }

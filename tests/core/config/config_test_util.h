@@ -98,6 +98,9 @@ inline void expect_same_config(const ExperimentConfig& a, const ExperimentConfig
   EXPECT_EQ(a.batch.global, b.batch.global);
   EXPECT_EQ(a.batch.micro, b.batch.micro);
   EXPECT_EQ(a.batch.bn_group, b.batch.bn_group);
+  EXPECT_EQ(a.batch.schedule, b.batch.schedule);
+  EXPECT_EQ(a.batch.ramp_start, b.batch.ramp_start);
+  EXPECT_EQ(a.batch.ramp_double_every, b.batch.ramp_double_every);
   EXPECT_EQ(a.optim.name, b.optim.name);
   EXPECT_EQ(a.optim.base_lr, b.optim.base_lr);
   EXPECT_EQ(a.optim.base_batch, b.optim.base_batch);

@@ -49,7 +49,8 @@ TEST(KeyRules, UnknownSectionSuggestsSection) {
 
 TEST(KeyRules, UnknownKeyWithoutCloseMatchListsValidKeys) {
   expect_one(doc("batch", "zzzzzzzz = 1"), "batch.zzzzzzzz", 3, 1,
-             "valid keys in [batch] are bn_group, global and micro");
+             "valid keys in [batch] are bn_group, global, micro, ramp_double_every, ramp_start and "
+             "schedule");
 }
 
 TEST(KeyRules, UnknownKeyInsideParameterGroup) {

@@ -1,0 +1,79 @@
+#include "core/config/batch_phases.h"
+
+#include <algorithm>
+
+#include "core/config/preconditions.h"
+
+namespace batchlab::config {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+}  // namespace
+
+BatchPhases::BatchPhases(const std::vector<BatchPoint>& points, int64_t micro, int64_t world,
+                         int64_t train_size)
+    : train_size_(train_size) {
+  expect(!points.empty() && points.front().examples == 0, "BatchPhases",
+         "a batch schedule starts with a point at 0 examples (validated by batch_schedule.h)");
+  for (const BatchPoint& point : points) {
+    BatchPhase p;
+    p.point_examples = point.examples;
+    p.geometry = make_batch_geometry(point.global, micro, world, train_size);
+    if (!phases_.empty()) {
+      const BatchPhase& prev = phases_.back();
+      const int64_t steps = ceil_div(point.examples - prev.start_examples, prev.geometry.global);
+      p.start_step = prev.start_step + steps;
+      p.start_examples = prev.start_examples + steps * prev.geometry.global;
+      // The new phase reads on from where the previous phase's last batch ended.
+      DataPosition at{prev.start_epoch, prev.start_offset};
+      if (steps > 0) {
+        at = position_in(prev, p.start_step - 1);
+        at.offset += prev.geometry.global;
+      }
+      p.start_epoch = at.epoch;
+      p.start_offset = at.offset;
+    }
+    phases_.push_back(p);
+  }
+}
+
+size_t BatchPhases::phase_index(int64_t step) const {
+  // The last phase starting at or before `step`: among phases of no update (equal start steps)
+  // the later one, whose batch that update takes.
+  const auto after =
+      std::upper_bound(phases_.begin(), phases_.end(), step,
+                       [](int64_t s, const BatchPhase& p) { return s < p.start_step; });
+  return static_cast<size_t>(std::max<std::ptrdiff_t>(0, after - phases_.begin() - 1));
+}
+
+int64_t BatchPhases::examples_before(int64_t step) const {
+  const BatchPhase& p = phase(step);
+  return p.start_examples + (step - p.start_step) * p.geometry.global;
+}
+
+int64_t BatchPhases::steps_to_reach(int64_t examples) const {
+  if (examples <= 0) return 0;
+  // The last phase that starts with fewer examples seen; the run reaches `examples` inside it.
+  size_t k = 0;
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    if (phases_[i].start_examples < examples) k = i;
+  }
+  const BatchPhase& p = phases_[k];
+  return p.start_step + ceil_div(examples - p.start_examples, p.geometry.global);
+}
+
+DataPosition BatchPhases::position_in(const BatchPhase& p, int64_t step) const {
+  const int64_t global = p.geometry.global;
+  const int64_t i = step - p.start_step;
+  // Updates left in the epoch the phase starts in, then whole epochs of steps_per_epoch each.
+  const int64_t left = (train_size_ - p.start_offset) / global;
+  if (i < left) return {p.start_epoch, p.start_offset + i * global};
+  const int64_t later = i - left;
+  const int64_t per_epoch = p.geometry.steps_per_epoch;
+  return {p.start_epoch + 1 + later / per_epoch, (later % per_epoch) * global};
+}
+
+DataPosition BatchPhases::position(int64_t step) const { return position_in(phase(step), step); }
+
+}  // namespace batchlab::config
