@@ -274,6 +274,19 @@ std::unique_ptr<torch::optim::Optimizer> construct(
 
 }  // namespace
 
+void TrainingOptimizer::reconfigure(const config::OptimConfig& optim,
+                                    const std::vector<NamedParameter>& params) {
+  config::expect_valid(optim, "TrainingOptimizer::reconfigure");
+  config::expect(optim.name == name_, "TrainingOptimizer::reconfigure",
+                 fmt::format("optim.name = {} for a {} optimizer", optim.name, name_));
+  const BuiltGroups built = build_groups(optim, params, lr_);
+  // Checks that the groups hold the same parameters, in order, then replaces their options.
+  keep_group_options(*optimizer_, built.torch_groups);
+  for (size_t i = 0; i < groups_.size(); ++i)
+    groups_[i].weight_decay = built.groups[i].weight_decay;
+  set_lr(lr_);
+}
+
 std::unique_ptr<TrainingOptimizer> make_optimizer(const config::OptimConfig& optim,
                                                   const std::vector<NamedParameter>& params,
                                                   double peak_lr) {

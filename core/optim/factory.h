@@ -100,6 +100,12 @@ class TrainingOptimizer {
 
   const std::vector<Group>& groups() const { return groups_; }
 
+  // Every group's options rebuilt from `optim` (the same optimizer and parameter-group rules,
+  // other values: a batch schedule's phase re-resolves beta2 and the weight decay by the batch,
+  // config/batch_rules.h), the optimizer's state (moments, step counts) kept and the LR as last
+  // set. `params` are the ones given to make_optimizer.
+  void reconfigure(const config::OptimConfig& optim, const std::vector<NamedParameter>& params);
+
   // The evaluation weights until the returned guard ends (EvalWeights).
   [[nodiscard]] EvalWeights eval_weights() { return EvalWeights(roles_.eval_weights); }
   // Puts the training weights in place if the parameters hold the evaluation weights: after
