@@ -32,7 +32,12 @@ torch::Tensor fixed_train_sample(int64_t data_seed, int64_t n, int64_t count) {
 
 torch::Tensor micro_batch_indices(const torch::Tensor& permutation, const BatchGeometry& g,
                                   int64_t step_in_epoch, int64_t rank, int64_t micro_index) {
-  const int64_t start = step_in_epoch * g.global + (micro_index * g.world + rank) * g.micro;
+  return micro_batch_at(permutation, g, step_in_epoch * g.global, rank, micro_index);
+}
+
+torch::Tensor micro_batch_at(const torch::Tensor& permutation, const BatchGeometry& g,
+                             int64_t offset, int64_t rank, int64_t micro_index) {
+  const int64_t start = offset + (micro_index * g.world + rank) * g.micro;
   return permutation.slice(0, start, start + g.micro);
 }
 

@@ -34,4 +34,11 @@ using config::make_batch_geometry;
 torch::Tensor micro_batch_indices(const torch::Tensor& permutation, const BatchGeometry& g,
                                   int64_t step_in_epoch, int64_t rank, int64_t micro_index);
 
+// The same for a global batch that starts at example `offset` of the epoch's order rather than at
+// a multiple of its size: under a batch schedule (config/batch_phases.h) a phase may start in the
+// middle of an epoch. micro_batch_indices(p, g, s, r, j) = micro_batch_at(p, g, s x g.global, r,
+// j).
+torch::Tensor micro_batch_at(const torch::Tensor& permutation, const BatchGeometry& g,
+                             int64_t offset, int64_t rank, int64_t micro_index);
+
 }  // namespace batchlab::train

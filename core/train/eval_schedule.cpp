@@ -25,7 +25,20 @@ EvalSchedule::EvalSchedule(const config::TrainConfig& train, int64_t steps_per_e
                                                            static_cast<double>(steps_per_epoch)))) {
 }
 
+EvalSchedule::EvalSchedule(const config::TrainConfig& train, const config::BatchPhases& phases)
+    : EvalSchedule(train, phases.final_geometry().steps_per_epoch) {
+  if (per_octave_ > 0 || train.eval_every_steps > 0) return;
+  phases_ = phases;
+  every_examples_ = std::max<int64_t>(
+      1, std::llround(train.eval_every * static_cast<double>(phases.train_size())));
+}
+
 bool EvalSchedule::due(int64_t updates_done) {
+  if (phases_) {
+    // The update that crosses a multiple of the spacing in examples seen.
+    return updates_done > 0 && phases_->examples_before(updates_done) / every_examples_ >
+                                   phases_->examples_before(updates_done - 1) / every_examples_;
+  }
   if (per_octave_ <= 0) return updates_done % every_steps_ == 0;
   // The grid grows by doubling, as far as the run gets (a budgeted run has no known end).
   if (updates_done > grid_end_) {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/config/batch_rules.h"
+#include "core/config/batch_schedule.h"
 #include "core/config/experiment_config.h"
 #include "core/optim/host_reads.h"
 #include "core/train/device.h"
@@ -38,12 +40,7 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
 
   params_ = task_.named_parameters();
   const int64_t train_size = task_.size(Split::train);
-  batch_ = make_batch_geometry(config.batch.global, config.batch.micro, dp_ ? dp_->world_size() : 1,
-                               train_size);
-
-  const double peak = optim::scaled_peak_lr(config.optim, batch_.global);
-  schedule_ = std::make_unique<optim::LrSchedule>(config.schedule, peak, batch_.steps_per_epoch);
-  optimizer_ = optim::make_optimizer(config.optim, params_, peak);
+  const double peak = plan_batch_and_schedule(config, train_size);
   if (dp_) {
     std::vector<torch::Tensor> tensors;
     for (const auto& p : params_) tensors.push_back(p.tensor);
@@ -51,7 +48,8 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   }
 
   train_sample_ = fixed_train_sample(data_seed_, train_size, config.data.eval_train_samples);
-  evals_ = std::make_unique<EvalSchedule>(train_, batch_.steps_per_epoch);
+  evals_ = phases_->scheduled() ? std::make_unique<EvalSchedule>(train_, *phases_)
+                                : std::make_unique<EvalSchedule>(train_, batch_.steps_per_epoch);
   checkpoint_every_s_ = train_.checkpoint_minutes * 60.0;
   state_.targets_reached.assign(train_.targets.size(), false);
   // Selection reads validation metrics only: best weights need a validation split.
@@ -64,7 +62,9 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   }
   // One process: micro-batch gradients against the accumulated one. Data parallel: each rank's
   // accumulated gradient against the all-reduced one, which needs no accumulation.
-  if (train_.noise_scale && (batch_.accum >= 2 || batch_.world > 1)) {
+  bool every_phase_accumulates = true;
+  for (const auto& phase : phases_->phases()) every_phase_accumulates &= phase.geometry.accum >= 2;
+  if (train_.noise_scale && (every_phase_accumulates || batch_.world > 1)) {
     noise_ = std::make_unique<NoiseScaleEstimator>(options_.noise_ema);
   }
 
@@ -84,6 +84,55 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
   geometry_.threads = at::get_num_threads();  // as the caller set the pool
   geometry_.device = device.str();
 }
+
+// The batch phases (one for a fixed batch), the LR schedule (by examples seen under a batch
+// schedule) and the optimizer at the first phase's batch; returns the peak LR at the final batch.
+double Trainer::plan_batch_and_schedule(const TrainerConfig& config, int64_t train_size) {
+  phases_ =
+      std::make_unique<config::BatchPhases>(config::batch_points(config.batch), config.batch.micro,
+                                            dp_ ? dp_->world_size() : 1, train_size);
+  batch_ = phases_->final_geometry();
+  const double peak = optim::scaled_peak_lr(config.optim, batch_.global);
+  if (!phases_->scheduled()) {
+    schedule_ = std::make_unique<optim::LrSchedule>(config.schedule, peak, batch_.steps_per_epoch);
+    optimizer_ = optim::make_optimizer(config.optim, params_, peak);
+    return peak;
+  }
+  schedule_ = std::make_unique<optim::LrSchedule>(config.schedule, config.optim, *phases_);
+  // What validation could not check without the data's size (config/batch_schedule.h).
+  std::vector<Diagnostic> problems;
+  config::validate_batch_schedule_length(config.batch, schedule_->total_examples(), problems);
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+  optim_ = config.optim;
+  const int64_t first = phases_->phases().front().geometry.global;
+  optimizer_ = optim::make_optimizer(config::optim_for_batch(optim_, first), params_,
+                                     optim::scaled_peak_lr(optim_, first));
+  applied_phase_ = 0;
+  return peak;
+}
+
+// A batch schedule's batch rules (beta2, weight decay) at the phase of `step`, applied when the
+// phase changes, and after a resume (the checkpoint's options are those it was saved with).
+void Trainer::apply_batch_phase(int64_t step) {
+  if (!phases_->scheduled()) return;
+  const size_t k = phases_->phase_index(step);
+  if (static_cast<int64_t>(k) == applied_phase_) return;
+  optimizer_->reconfigure(config::optim_for_batch(optim_, phases_->phases()[k].geometry.global),
+                          params_);
+  applied_phase_ = static_cast<int64_t>(k);
+}
+
+double Trainer::epochs_after(int64_t updates) const {
+  // A fixed batch counts epochs in its full batches; a batch schedule in examples seen, as its
+  // schedule.epochs and train.eval_every are (config/batch_schedule.h).
+  if (!phases_->scheduled()) {
+    return static_cast<double>(updates) / static_cast<double>(batch_.steps_per_epoch);
+  }
+  return static_cast<double>(phases_->examples_before(updates)) /
+         static_cast<double>(geometry_.train_size);
+}
+
+int64_t Trainer::samples_after(int64_t updates) const { return phases_->examples_before(updates); }
 
 // Ranks' clocks differ a little; a schedule or budget read from each would split the ranks, so
 // data-parallel runs use rank 0's clock as agreed at the previous step (one step behind).
@@ -124,6 +173,7 @@ std::optional<Trainer::StepAgreement> Trainer::step_once(int64_t step, double cl
 }
 
 double Trainer::set_lr(int64_t step, double clock) {
+  apply_batch_phase(step);
   const double lr = schedule_->current(step, clock);
   optimizer_->set_lr(lr);
   task_.set_progress(schedule_->progress(step, clock));
@@ -133,16 +183,16 @@ double Trainer::set_lr(int64_t step, double clock) {
 // Forward/backward over the step's micro-batches (their data loaded here), the gradient all-reduce
 // when data parallel, and the global gradient norm (measured once: the optimizer clips by it).
 Trainer::Gradients Trainer::compute_gradients(int64_t step) {
-  const int64_t epoch = step / batch_.steps_per_epoch;
-  if (epoch != cached_epoch_) {
-    permutation_ = epoch_permutation(data_seed_, epoch, geometry_.train_size);
-    cached_epoch_ = epoch;
+  const BatchGeometry& batch = phases_->geometry(step);
+  const config::DataPosition at = phases_->position(step);
+  if (at.epoch != cached_epoch_) {
+    permutation_ = epoch_permutation(data_seed_, at.epoch, geometry_.train_size);
+    cached_epoch_ = at.epoch;
   }
   std::vector<torch::Tensor> micro;  // int64 [micro] each: this rank's micro-batches
-  micro.reserve(static_cast<size_t>(batch_.accum));
-  for (int64_t j = 0; j < batch_.accum; ++j) {
-    micro.push_back(
-        micro_batch_indices(permutation_, batch_, step % batch_.steps_per_epoch, rank_, j));
+  micro.reserve(static_cast<size_t>(batch.accum));
+  for (int64_t j = 0; j < batch.accum; ++j) {
+    micro.push_back(micro_batch_at(permutation_, batch, at.offset, rank_, j));
   }
   const uint64_t augment_seed =
       mix_seed(static_cast<uint64_t>(data_seed_), static_cast<uint64_t>(step) + 1);
@@ -251,10 +301,11 @@ void Trainer::measure_after_update(int64_t step, const StepAgreement& agreed,
   }
   if (!noise_) return;
   const double big = agreed.grad_norm * agreed.grad_norm;
+  const BatchGeometry& batch = phases_->geometry(step);
   // Data parallel: b_small = one rank's share of the batch, b_big = the whole global batch.
   const auto e =
-      dp_ ? noise_->update({agreed.local_sq_norm}, batch_.micro * batch_.accum, big, batch_.global)
-          : noise_->update(grads.micro_sq, batch_.micro, big, batch_.micro * batch_.accum);
+      dp_ ? noise_->update({agreed.local_sq_norm}, batch.micro * batch.accum, big, batch.global)
+          : noise_->update(grads.micro_sq, batch.micro, big, batch.micro * batch.accum);
   if (step % train_.log_every == 0) {
     reporter_.noise_scale({step, e.b_small, e.b_big, e.g2, e.trace_sigma, e.b_simple});
   }
@@ -265,13 +316,13 @@ void Trainer::record_step(int64_t step, double lr, const StepAgreement& agreed, 
   if (!always && step % train_.log_every != 0) return;
   StepRecord r;
   r.step = step;
-  r.epoch = static_cast<double>(step + 1) / static_cast<double>(batch_.steps_per_epoch);
-  r.samples = (step + 1) * batch_.global;
+  r.epoch = epochs_after(step + 1);
+  r.samples = samples_after(step + 1);
   r.wall_s = state_.train_s;
   r.lr = lr;
   r.train_loss = agreed.loss;
   r.grad_norm = agreed.grad_norm;
-  r.samples_per_s = step_s > 0 ? static_cast<double>(batch_.global) / step_s : 0.0;
+  r.samples_per_s = step_s > 0 ? static_cast<double>(phases_->geometry(step).global) / step_s : 0.0;
   reporter_.step(r);
 }
 
@@ -341,6 +392,7 @@ int64_t Trainer::resume() {
     return 0;
   }
   state_ = loaded->state;
+  applied_phase_ = -1;  // the batch phase's options are applied again at the first step
   // A checkpoint holds the evaluation weights (save_checkpoint); training resumes from its own.
   optimizer_->train_weights();
   if (best_rule_) {
@@ -430,9 +482,12 @@ RunOutcome Trainer::run() {
   task_.model().train();
 
   int64_t step = state_.step;
-  // Tasks with loader threads start building the batches step_once will ask for.
-  task_.plan_batches(
-      {data_seed_, batch_, rank_, geometry_.train_size, step, schedule_->total_steps()});
+  // Tasks with loader threads start building the batches step_once will ask for. A BatchPlan
+  // holds one geometry: under a batch schedule the task builds each batch when asked.
+  if (!phases_->scheduled()) {
+    task_.plan_batches(
+        {data_seed_, batch_, rank_, geometry_.train_size, step, schedule_->total_steps()});
+  }
   StepAgreement last;  // the previous step's agreement (none yet: the clock as resumed)
   last.train_s = state_.train_s;
   while (!schedule_->finished(step, schedule_clock(last))) {

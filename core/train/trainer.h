@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/config/batch_config.h"
+#include "core/config/batch_phases.h"
 #include "core/config/data_config.h"
 #include "core/config/optim_config.h"
 #include "core/config/schedule_config.h"
@@ -144,6 +145,13 @@ class Trainer {
     bool checkpoint_due = false;  // rank 0's timed checkpoint is due
   };
 
+  // The batch phases, LR schedule and optimizer (constructor); a batch schedule's phase applied
+  // to the optimizer (set_lr); the records' epochs and examples after `updates` updates.
+  double plan_batch_and_schedule(const TrainerConfig& config, int64_t train_size);
+  void apply_batch_phase(int64_t step);
+  double epochs_after(int64_t updates) const;
+  int64_t samples_after(int64_t updates) const;
+
   // Phases of one step, in order (step_once).
   std::optional<StepAgreement> step_once(int64_t step, double clock);  // nullopt: diverged
   double set_lr(int64_t step, double clock);
@@ -195,7 +203,12 @@ class Trainer {
   MixedPrecision precision_;
   std::unique_ptr<StepTimer> timer_;
   std::vector<optim::NamedParameter> params_;
-  BatchGeometry batch_;
+  BatchGeometry batch_;  // the final (for a fixed batch: the only) phase's
+  // The batch's phases (config/batch_phases.h): one for a fixed batch. Under a batch schedule,
+  // the optimizer's config (its batch rules re-resolved per phase) and the phase applied last.
+  std::unique_ptr<config::BatchPhases> phases_;
+  config::OptimConfig optim_;
+  int64_t applied_phase_ = -1;
   RunGeometry geometry_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<optim::TrainingOptimizer> optimizer_;

@@ -23,8 +23,8 @@ bool Trainer::evaluate_and_report(int64_t updates_done, bool last) {
   if (dp_) average_buffers(task_.model(), *dp_);
   EvalRecord r;
   r.step = updates_done;
-  r.epoch = static_cast<double>(updates_done) / static_cast<double>(batch_.steps_per_epoch);
-  r.samples = updates_done * batch_.global;
+  r.epoch = epochs_after(updates_done);
+  r.samples = samples_after(updates_done);
   r.wall_s = state_.train_s;
   if (const int64_t n = task_.size(Split::val); n > 0) {
     measure(Split::val, torch::arange(n, torch::kInt64), r.val_loss, r.val_acc);
