@@ -36,7 +36,8 @@ constexpr const char* kBenchUsage =
     "  --channels-last     NHWC weights and images (image models)\n"
     "  --optimizer NAME    sgd (default), nesterov, adam, adamw, lars or lamb, with the defaults\n"
     "                      of a config file that sets only optim.name\n"
-    "  --seq-len L         tokens per sequence (text models, default 128)\n"
+    "  --seq-len L         tokens per sequence (text models: default 128 for BERT, the\n"
+    "                      reference context of `batchlab models` for GPT-2)\n"
     "  --image-size S      S x S images (image models, default the model's reference input)\n"
     "  --peak-tflops X     the device's peak TFLOP/s for MFU (default: H100/H200 bf16 from a\n"
     "                      table; otherwise MFU is not computed)\n"
@@ -70,8 +71,11 @@ config::BenchConfig bench_config(const Args& args) {
 config::BenchModels bench_models() {
   config::BenchModels names;
   for (const auto& m : models::list_models()) {
-    if (m.family == "causal_lm") continue;  // no synthetic causal-LM workload (yet): not offered
-    (m.family == "text" ? names.text : names.image).push_back(m.name);
+    if (m.family == "causal_lm") {
+      names.causal_lm[m.name] = m.seq_len;  // its reference context
+    } else {
+      (m.family == "text" ? names.text : names.image).push_back(m.name);
+    }
   }
   return names;
 }

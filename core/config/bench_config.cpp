@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/config/batch_geometry.h"
 #include "core/config/experiment_config.h"
 #include "core/config/limits.h"
 #include "core/config/model_config.h"
@@ -50,7 +51,8 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 // Arguments that only one family of models takes.
 void check_family(const BenchConfig& b, const BenchModels& models, Problems& p) {
   const bool image = contains(models.image, b.model);
-  const bool text = contains(models.text, b.model);
+  const auto causal = models.causal_lm.find(b.model);
+  const bool text = contains(models.text, b.model) || causal != models.causal_lm.end();
   if (text && b.image_size) {
     p.add("--image-size", fmt::format("{}", *b.image_size),
           fmt::format("{} is a text model; --seq-len sets its input size", b.model));
@@ -65,11 +67,13 @@ void check_family(const BenchConfig& b, const BenchModels& models, Problems& p) 
     p.add("--seq-len", fmt::format("{}", *b.seq_len),
           fmt::format("{} is an image model; --image-size sets its input size", b.model));
   }
-  const int64_t max_len = ModelConfig{}.max_seq_len;  // the BERT presets' position embeddings
+  // The BERT presets' position embeddings, or the GPT-2 preset's reference context.
+  const int64_t max_len =
+      causal != models.causal_lm.end() ? causal->second : ModelConfig{}.max_seq_len;
   if (b.seq_len && (*b.seq_len < 1 || *b.seq_len > max_len)) {
     p.add("--seq-len", fmt::format("{}", *b.seq_len),
-          fmt::format("must be in [1, {}] (the models' position embeddings, model.max_seq_len)",
-                      max_len));
+          fmt::format("must be in [1, {}] ({}'s position embeddings, model.max_seq_len)", max_len,
+                      b.model.empty() ? "the models" : b.model));
   }
   if (b.image_size) p.check("--image-size", *b.image_size, greater_than(0));
 }
@@ -80,6 +84,7 @@ void check_bench(const BenchConfig& b, const BenchModels& models) {
   Problems p;
   std::vector<std::string> all = models.image;
   all.insert(all.end(), models.text.begin(), models.text.end());
+  for (const auto& [name, context] : models.causal_lm) all.push_back(name);
   if (b.model.empty()) {
     p.add("--model", "",
           "missing; name an architecture of `batchlab models` (e.g. --model "
@@ -99,7 +104,7 @@ void check_bench(const BenchConfig& b, const BenchModels& models) {
                                     "use at most the machine's cores, or 0 for one "
                                     "per core")));
   if (b.peak_tflops) p.check("--peak-tflops", *b.peak_tflops, greater_than(0));
-  if (b.batch >= 1 && b.accum >= 1 && b.batch % b.accum != 0) {
+  if (b.batch >= 1 && b.accum >= 1 && micro_batch_for_accumulation(b.batch, b.accum, 1) == 0) {
     p.add("--batch", fmt::format("{}", b.batch),
           fmt::format("must be a multiple of --accum = {}: each of the {} micro-batches holds "
                       "--batch / --accum samples",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,9 @@ struct BenchConfig {
 // the models table).
 struct BenchModels {
   std::vector<std::string> image;
-  std::vector<std::string> text;
+  std::vector<std::string> text;  // masked LMs (BERT): at most ModelConfig{}.max_seq_len tokens
+  // Causal LMs (GPT-2), each with its reference context, the longest --seq-len it takes.
+  std::map<std::string, int64_t> causal_lm;
 };
 
 inline constexpr int64_t kBenchDefaultSeqLen = 128;  // BERT pretraining's first phase

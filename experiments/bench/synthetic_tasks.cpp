@@ -31,6 +31,15 @@ void expect_training_split(train::Split split, int64_t examples, const torch::Te
                  "synthetic task", "example index out of range");
 }
 
+// The rows `indices` names of `examples` [E, ...]: a view when they are one consecutive `run`
+// (strides kept), else a gather on the examples' device (a copy).
+using Run = std::optional<std::pair<int64_t, int64_t>>;
+torch::Tensor take_rows(const torch::Tensor& examples, const Run& run,
+                        const torch::Tensor& indices) {
+  if (run) return examples.narrow(0, run->first, run->second);
+  return examples.index_select(0, indices.to(examples.device(), torch::kInt64));
+}
+
 }  // namespace
 
 SyntheticImageTask::SyntheticImageTask(std::shared_ptr<models::ImageClassifier> model,
@@ -53,16 +62,11 @@ int64_t SyntheticImageTask::size(train::Split split) const {
 train::Batch SyntheticImageTask::make_batch(train::Split split, const torch::Tensor& indices,
                                             std::optional<uint64_t> /*augment_seed*/) {
   expect_training_split(split, images_.size(0), indices);
+  const Run run = as_run(indices);
   train::Batch batch;
   batch.size = indices.size(0);
-  if (auto run = as_run(indices)) {
-    batch.inputs = images_.narrow(0, run->first, run->second);  // a view: strides kept
-    batch.targets = labels_.narrow(0, run->first, run->second);
-  } else {
-    const auto rows = indices.to(device_, torch::kInt64);
-    batch.inputs = images_.index_select(0, rows);
-    batch.targets = labels_.index_select(0, rows);
-  }
+  batch.inputs = take_rows(images_, run, indices);
+  batch.targets = take_rows(labels_, run, indices);
   return batch;
 }
 
@@ -119,6 +123,38 @@ train::Batch SyntheticMlmTask::make_batch(train::Split split, const torch::Tenso
 
 train::BatchOutput SyntheticMlmTask::forward(const train::Batch& batch) {
   return masked_lm_output(*model_, batch);
+}
+
+SyntheticCausalLmTask::SyntheticCausalLmTask(std::shared_ptr<models::CausalLanguageModel> model,
+                                             const SyntheticTokens& shape, torch::Device device)
+    : model_(std::move(model)), device_(device) {
+  model_->to(device_);
+  const int64_t t = shape.seq_len;
+  config::expect(t >= 1 && t <= model_->max_seq_len(), "synthetic causal-LM task",
+                 "seq_len outside [1, the model's positions]");
+  const auto ints = torch::TensorOptions().device(device_).dtype(torch::kInt64);
+  const auto ids = torch::randint(0, shape.vocab_size, {shape.examples, t + 1}, ints);
+  inputs_ = ids.narrow(1, 0, t).contiguous();
+  targets_ = ids.narrow(1, 1, t).contiguous();
+}
+
+int64_t SyntheticCausalLmTask::size(train::Split split) const {
+  return split == train::Split::train ? inputs_.size(0) : 0;
+}
+
+train::Batch SyntheticCausalLmTask::make_batch(train::Split split, const torch::Tensor& indices,
+                                               std::optional<uint64_t> /*augment_seed*/) {
+  expect_training_split(split, inputs_.size(0), indices);
+  const Run run = as_run(indices);
+  train::Batch batch;
+  batch.size = indices.size(0);
+  batch.inputs = take_rows(inputs_, run, indices);
+  batch.targets = take_rows(targets_, run, indices);
+  return batch;
+}
+
+train::BatchOutput SyntheticCausalLmTask::forward(const train::Batch& batch) {
+  return causal_lm_output(*model_, batch);
 }
 
 }  // namespace batchlab::experiments

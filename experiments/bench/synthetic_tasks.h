@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "core/train/task.h"
+#include "models/causal_lm.h"
 #include "models/masked_lm.h"
 #include "models/network.h"
 
@@ -77,6 +78,37 @@ class SyntheticMlmTask : public train::Task {
   torch::Tensor ids_;        // int64 [E, T]
   torch::Tensor positions_;  // int64 [E * M]: flat indices into the E * T tokens, ascending
   torch::Tensor labels_;     // int64 [E * M]: the ids the MLM head is scored against
+};
+
+// Random token sequences for a causal language model: example e is T + 1 random ids, its input
+// the first T and its targets the last T (next-token prediction over every position, the batch
+// layout of causal_lm_task.h).
+struct SyntheticTokens {
+  int64_t examples = 0;
+  int64_t seq_len = 1024;
+  int64_t vocab_size = 50257;
+};
+
+class SyntheticCausalLmTask : public train::Task {
+ public:
+  // Moves `model` to `device`; draws token ids int64 [E, T + 1] uniformly on `device` from
+  // LibTorch's RNG and keeps the inputs and the targets as two contiguous int64 [E, T] tensors,
+  // so a batch of consecutive examples is a view of each.
+  SyntheticCausalLmTask(std::shared_ptr<models::CausalLanguageModel> model,
+                        const SyntheticTokens& shape, torch::Device device);
+
+  torch::nn::Module& model() override { return *model_; }
+  int64_t size(train::Split split) const override;
+  train::Batch make_batch(train::Split split, const torch::Tensor& indices,
+                          std::optional<uint64_t> augment_seed) override;
+  train::BatchOutput forward(const train::Batch& batch) override;
+  bool fixed_input_shapes() const override { return true; }
+
+ private:
+  std::shared_ptr<models::CausalLanguageModel> model_;
+  torch::Device device_;
+  torch::Tensor inputs_;   // int64 [E, T]
+  torch::Tensor targets_;  // int64 [E, T]: inputs_ shifted left by one token
 };
 
 }  // namespace batchlab::experiments

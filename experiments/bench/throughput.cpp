@@ -18,6 +18,7 @@
 #include "experiments/bench/peak_flops.h"
 #include "experiments/bench/synthetic_tasks.h"
 #include "models/bert_config.h"
+#include "models/gpt2_config.h"
 #include "models/registry.h"
 
 namespace batchlab::experiments {
@@ -94,6 +95,28 @@ Workload text_workload(const config::BenchConfig& bench, c10::Device device) {
   return w;
 }
 
+// GPT-2 at its reference context (models::list_models(): 1024 tokens for gpt2_small and up) unless
+// --seq-len says otherwise; the positions are the reference context, as OpenAI's releases have.
+Workload causal_lm_workload(const config::BenchConfig& bench, const models::ModelInfo& info,
+                            c10::Device device) {
+  config::ModelConfig m;
+  m.arch = bench.model;
+  m.max_seq_len = info.seq_len;
+  SyntheticTokens shape;
+  shape.examples = bench.batch;
+  shape.seq_len = bench.seq_len.value_or(info.seq_len);
+  shape.vocab_size = models::kGpt2Vocabulary;
+  Workload w;
+  w.family = "causal_lm";
+  w.input = fmt::format("{} tokens, {}-token vocabulary", shape.seq_len, shape.vocab_size);
+  w.train_flops_per_sample =
+      models::estimate_causal_lm_cost(m, shape.seq_len, shape.vocab_size).training_flops;
+  w.tokens_per_sample = shape.seq_len;
+  w.task = std::make_unique<SyntheticCausalLmTask>(models::make_causal_lm(m, shape.vocab_size),
+                                                   shape, device);
+  return w;
+}
+
 // One optimizer step over the global batch, as the trainer takes it. Returns the batch's mean
 // loss, still on the device (reading it would wait for the GPU).
 torch::Tensor train_step(train::Task& task, optim::TrainingOptimizer& optimizer,
@@ -116,7 +139,9 @@ std::vector<torch::Tensor> micro_batch_indices(int64_t batch, int64_t accum) {
 
 Workload make_workload(const config::BenchConfig& bench, c10::Device device) {
   const models::ModelInfo info = model_info(bench.model);
-  return info.family == "text" ? text_workload(bench, device) : image_workload(bench, info, device);
+  if (info.family == "text") return text_workload(bench, device);
+  if (info.family == "causal_lm") return causal_lm_workload(bench, info, device);
+  return image_workload(bench, info, device);
 }
 
 // Everything about the run but its timings.

@@ -100,6 +100,19 @@ TEST(BenchCli, ATinyBertReportsTokensPerSecond) {
   EXPECT_TRUE(j.at("mfu").is_null());
 }
 
+TEST(BenchCli, ATinyGpt2IsOfferedAndCountsEveryToken) {
+  const auto r = run_batchlab(
+      "bench --model gpt2_tiny --steps 1 --warmup 0 --batch 2 --seq-len 16 --optimizer adamw "
+      "--threads 1 --format json",
+      false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j.at("family"), "causal_lm");
+  EXPECT_EQ(j.at("input"), "16 tokens, 50257-token vocabulary");
+  EXPECT_NEAR(j.at("tokens_per_s").get<double>(), 16.0 * j.at("samples_per_s").get<double>(),
+              1e-6 * j.at("tokens_per_s").get<double>());
+}
+
 TEST(BenchCli, BadArgumentsExitTwoNamingTheArgument) {
   struct Case {
     const char* args;

@@ -12,7 +12,9 @@
 namespace batchlab::config {
 namespace {
 
-BenchModels models() { return {{"small_resnet", "resnet50"}, {"bert_tiny", "bert_large"}}; }
+BenchModels models() {
+  return {{"small_resnet", "resnet50"}, {"bert_tiny", "bert_large"}, {{"gpt2_small", 1024}}};
+}
 
 BenchConfig valid() {
   BenchConfig b;
@@ -102,10 +104,22 @@ TEST(BenchConfig, InputSizesBelongToTheirFamily) {
   text = valid();
   text.model = "bert_tiny";
   text.seq_len = 513;
-  EXPECT_TRUE(has_problem(problems(text), "--seq-len = 513: must be in [1, 512]"));
+  EXPECT_TRUE(has_problem(problems(text), "--seq-len = 513: must be in [1, 512] (bert_tiny's"));
   image = valid();
   image.image_size = 0;
   EXPECT_TRUE(has_problem(problems(image), "--image-size = 0: must be > 0"));
+}
+
+TEST(BenchConfig, ACausalLmTakesSequencesUpToItsReferenceContext) {
+  BenchConfig gpt = valid();
+  gpt.model = "gpt2_small";
+  gpt.seq_len = 1024;
+  EXPECT_TRUE(problems(gpt).empty());
+  gpt.seq_len = 1025;
+  gpt.channels_last = true;
+  const auto list = problems(gpt);
+  EXPECT_TRUE(has_problem(list, "--seq-len = 1025: must be in [1, 1024] (gpt2_small's"));
+  EXPECT_TRUE(has_problem(list, "--channels-last: gpt2_small is a text model"));
 }
 
 TEST(BenchConfig, AnOptimizerNameGetsTheDefaultsAConfigFileWould) {

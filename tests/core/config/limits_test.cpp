@@ -107,7 +107,7 @@ TEST(Limits, BenchThreadsHasTheSameBound) {
   b.model = "small_resnet";
   b.threads = 100000;
   try {
-    check_bench(b, BenchModels{{"small_resnet"}, {}});
+    check_bench(b, BenchModels{{"small_resnet"}, {}, {}});
     ADD_FAILURE() << "--threads 100000 passed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("--threads = 100000: must be <= 1024"), std::string::npos)

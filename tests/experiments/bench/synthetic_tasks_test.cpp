@@ -1,10 +1,13 @@
 // The benchmark's device-resident tasks: a batch of consecutive examples is a view of the examples
 // made at construction (no copy, strides kept), any other index set gathers the same rows, and an
-// MLM batch's masked positions index its own tokens.
+// MLM batch's masked positions index its own tokens, a causal-LM batch's targets are its inputs
+// shifted by one token.
 #include "experiments/bench/synthetic_tasks.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <cmath>
 
 #include "experiments/tasks/task_outputs.h"
 #include "models/registry.h"
@@ -88,6 +91,35 @@ TEST(SyntheticMlmTask, MaskedPositionsIndexTheBatchsOwnTokens) {
   const auto out = task.forward(run);
   EXPECT_EQ(out.count, 9);
   EXPECT_TRUE(std::isfinite(out.loss.item<double>()));
+}
+
+TEST(SyntheticCausalLmTask, TargetsAreTheInputsShiftedByOneToken) {
+  config::ModelConfig m;
+  m.arch = "gpt2_tiny";
+  m.max_seq_len = 16;
+  torch::manual_seed(0);
+  SyntheticTokens shape;
+  shape.examples = 5;
+  shape.seq_len = 16;
+  shape.vocab_size = 40;
+  SyntheticCausalLmTask task(models::make_causal_lm(m, 40), shape, torch::kCPU);
+  EXPECT_TRUE(task.fixed_input_shapes());
+  EXPECT_EQ(task.size(train::Split::train), 5);
+  EXPECT_EQ(task.size(train::Split::test), 0);
+
+  const auto run = task.make_batch(train::Split::train, torch::arange(1, 4), std::nullopt);
+  ASSERT_EQ(run.inputs.sizes(), (std::vector<int64_t>{3, 16}));
+  ASSERT_EQ(run.targets.sizes(), (std::vector<int64_t>{3, 16}));
+  EXPECT_TRUE(run.inputs.is_contiguous());  // a view of consecutive rows, not a gather
+  // Token t + 1 of a sequence is the target at position t.
+  EXPECT_TRUE(torch::equal(run.inputs.slice(1, 1), run.targets.slice(1, 0, 15)));
+  const auto shuffled = task.make_batch(train::Split::train, torch::tensor({3, 1}), std::nullopt);
+  EXPECT_TRUE(torch::equal(shuffled.inputs[0], run.inputs[2]));
+  EXPECT_TRUE(torch::equal(shuffled.targets[1], run.targets[0]));
+  const auto out = task.forward(run);
+  EXPECT_EQ(out.count, 3 * 16);
+  // Untrained on uniform tokens: about the entropy of 40 equally likely ids.
+  EXPECT_NEAR(out.loss.item<double>(), std::log(40.0), 0.5);
 }
 
 }  // namespace

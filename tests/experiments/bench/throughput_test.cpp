@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/errors.h"
+#include "models/gpt2_config.h"
 #include "models/registry.h"
 
 namespace batchlab::experiments {
@@ -86,6 +87,27 @@ TEST(Bench, TextModelsCountTokensUnderBf16Autocast) {
   m.arch = "bert_tiny";
   EXPECT_EQ(r.train_flops_per_sample, models::estimate_masked_lm_cost(m, 32).training_flops);
   EXPECT_TRUE(std::isfinite(r.last_loss));
+}
+
+TEST(Bench, CausalLmsCountEveryTokenAndPriceTheModelsTablesCost) {
+  config::BenchConfig b;
+  b.model = "gpt2_tiny";
+  b.steps = 2;
+  b.warmup = 1;
+  b.batch = 2;
+  b.seq_len = 16;
+  b.optimizer = "adamw";
+  const BenchResult r = run_bench(b);
+  EXPECT_EQ(r.family, "causal_lm");
+  EXPECT_EQ(r.input, "16 tokens, 50257-token vocabulary");
+  EXPECT_EQ(r.tokens_per_sample, 16);
+  config::ModelConfig m;
+  m.arch = "gpt2_tiny";
+  EXPECT_EQ(r.train_flops_per_sample,
+            models::estimate_causal_lm_cost(m, 16, models::kGpt2Vocabulary).training_flops);
+  // Every step trains on the same 2 sequences: the loss falls from about log(50257) = 10.8.
+  EXPECT_TRUE(std::isfinite(r.last_loss));
+  EXPECT_LT(r.last_loss, std::log(50257.0) + 0.5);
 }
 
 TEST(Bench, ACudaDeviceOnACpuMachineIsAnInputErrorNamingTheArgument) {
