@@ -58,7 +58,12 @@ void LayerStatsCollector::before_update() {
     weights.push_back(p.tensor.detach());
     grads.push_back(p.tensor.grad().defined() ? p.tensor.grad() : torch::zeros_like(p.tensor));
   }
+#if __has_include(<ATen/ops/_foreach_clone.h>)
   weights_before_ = at::_foreach_clone(weights);
+#else
+  // LibTorch before 2.12 has no _foreach_clone (the lent GPU machines carry 2.11).
+  for (const auto& w : weights) weights_before_.push_back(w.clone());
+#endif
   weight_norms_ = stacked_norms(weights);
   grad_norms_ = stacked_norms(grads);
 }

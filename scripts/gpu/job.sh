@@ -8,20 +8,21 @@
 #                                         already built build/ (BATCHLAB_BUILD_DIR), so the script
 #                                         itself is tested (ctest -R gpu_job_rehearsal)
 #
-# Steps and the time each is expected to take on one H100 with 16 cores (not yet run on one):
-#   1 unpack     the carried .deb files (scripts/gpu/unpack.sh)                           ~10 s
-#   2 configure  against the machine's LibTorch, CUDA and NCCL, Release, sm_90             ~30 s
-#   3 build      batchlab, core_optim_tests, core_train_tests, optim_device_bench, -j16  ~4-5 min
+# Steps and the time each took on one H200 with 16 cores (2026-11-28, docs/gpu.md; the build's
+# figure is the first, failed build's pace):
+#   1 unpack     the carried .deb files (scripts/gpu/unpack.sh)                            8-11 s
+#   2 configure  against the machine's LibTorch, CUDA and NCCL, Release, sm_90              10 s
+#   3 build      batchlab, core_optim_tests, core_train_tests, optim_device_bench, -j16  ~2-3 min
 #   4 tests      core_optim_tests (all: golden trajectories, foreach vs fused) and the GPU
-#                tests of core_train_tests (CUDA events, cuDNN benchmark mode, host reads)   ~30 s
-#   5 bench      ResNet-50 bf16 channels-last batch 256 (images/s, MFU)                     ~40 s
-#   6 bench      BERT-large, sequence 128, bf16, LAMB, batch 64 (tokens/s, MFU)              ~40 s
+#                tests of core_train_tests (CUDA events, cuDNN benchmark mode, host reads)     4 s
+#   5 bench      ResNet-50 bf16 channels-last batch 256 (images/s, MFU)                      17 s
+#   6 bench      BERT-large, sequence 128, bf16, LAMB, batch 64 (tokens/s, MFU)                8 s
 #   7 train      ResNet-50 on synthetic 3x224x224 / 1000 classes, batch 256, LARS, bf16, the same
-#                steps through `batchlab train`: images/s against step 5 (trainer overhead)  ~40 s
+#                steps through `batchlab train`: images/s against step 5 (trainer overhead)   23 s
 #   8 optimizers LARS and LAMB (multi-tensor path) against torch's fused SGD and AdamW on
-#                ResNet-50's and BERT-large's parameters (bench/optim_device_bench)          ~30 s
+#                ResNet-50's and BERT-large's parameters (bench/optim_device_bench)          136 s
 #   9 results    $OUT/results.json: every figure above, each step's exit status and seconds
-# Total about 7-8 minutes; a step that fails is recorded and the next one still runs.
+# Total about 6 minutes; a step that fails is recorded and the next one still runs.
 #   BATCHLAB_WERROR=ON builds with warnings as errors (default OFF here: the machine's compiler may
 #   warn about things Debian's GCC does not; fix those, then turn it on).
 set -uo pipefail
@@ -99,7 +100,7 @@ build_targets() {
     done
     return 0
   fi
-  cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0
 }
 
 tests() {

@@ -23,7 +23,13 @@ export CMAKE_PREFIX_PATH="$_torch:$_prefix/usr:$_lib/cmake"
 export CMAKE_LIBRARY_PATH="$_lib${CMAKE_LIBRARY_PATH:+:$CMAKE_LIBRARY_PATH}"
 export PKG_CONFIG_PATH="$_lib/pkgconfig:$_prefix/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export PATH="/usr/local/cuda/bin:$_prefix/usr/bin:$PATH"
-export CPATH="$_prefix/usr/include${CPATH:+:$CPATH}"
+# torch 2.11's CUDA headers include cuda.h and cuda_runtime_api.h, which its CMake targets do not put
+# on the include path there; the lent machines keep them under the toolkit's targets/ folder and the
+# wheel's nvidia/cu13/include (seen 2026-11-28: the build stopped at ATenCUDAGeneral.h without them).
+_cuda_inc=$(dirname $(ls /usr/local/cuda/targets/*/include/cuda_runtime_api.h \
+  "$(dirname "$(dirname "$(dirname "$_torch")")")"/nvidia/cu13/include/cuda_runtime_api.h 2>/dev/null) 2>/dev/null |
+  sort -u | tr '\n' ':')
+export CPATH="$_prefix/usr/include:${_cuda_inc}${CPATH:+$CPATH}"
 export LIBRARY_PATH="$_lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export LD_LIBRARY_PATH="$_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Hopper (H100, H200); torch's cmake compiles nothing for it, but checks the list.
