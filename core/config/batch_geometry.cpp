@@ -21,6 +21,12 @@ std::optional<int64_t> accumulation(int64_t global, int64_t micro, int64_t world
   return per_device / m;
 }
 
+int64_t micro_batch_for_accumulation(int64_t global, int64_t accum, int64_t world) {
+  if (global <= 0 || accum <= 0 || world < 1 || global % world != 0) return 0;
+  const int64_t per_device = global / world;
+  return per_device % accum == 0 ? per_device / accum : 0;
+}
+
 int64_t steps_per_epoch(int64_t train_size, int64_t global) {
   return global > 0 && train_size > 0 ? train_size / global : 0;
 }

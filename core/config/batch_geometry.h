@@ -1,7 +1,9 @@
 // The batch geometry: how a global batch is split over devices and accumulated micro-batches, and
 // how many full batches an epoch holds. One torch-free rule (as learning_rate.h and run_length.h)
-// that config validation, the run length's rules, the sweep plan (sweeps/derived.h) and the trainer
-// (core/train/data_order.h) all call, so that none of them works it out on its own.
+// that config validation, the run length's rules, the sweep plan (sweeps/derived.h), the trainer
+// (core/train/data_order.h) and `batchlab bench` (experiments/bench/throughput.h, which takes the
+// accumulation count and derives the micro-batch) all call, so that none of them works it out on
+// its own.
 //
 //   global = world x micro x accumulation      micro 0 means global / world (no accumulation)
 //   steps per epoch = floor(training examples / global); the rest of an epoch is dropped
@@ -32,6 +34,11 @@ int64_t micro_batch(int64_t global, int64_t micro, int64_t world);
 // whole number (or an input is not positive). Worked out without world x micro, which could
 // overflow for absurd inputs.
 std::optional<int64_t> accumulation(int64_t global, int64_t micro, int64_t world);
+
+// The micro-batch when each device accumulates `accum` micro-batches per update, the way `batchlab
+// bench --accum` states the split: global / (world x accum); 0 when that is not a whole number (or
+// an input is not positive). The inverse of accumulation() for the same geometry.
+int64_t micro_batch_for_accumulation(int64_t global, int64_t accum, int64_t world);
 
 // Full global batches per epoch of `train_size` examples (0 when the batch is larger).
 int64_t steps_per_epoch(int64_t train_size, int64_t global);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 
+#include "core/config/batch_geometry.h"
 #include "core/errors.h"
 #include "core/optim/factory.h"
 #include "core/train/accumulation.h"
@@ -129,9 +130,10 @@ torch::Tensor train_step(train::Task& task, optim::TrainingOptimizer& optimizer,
   return step.mean_loss;
 }
 
-// Micro-batch j holds examples [j x micro, (j + 1) x micro): int64 [micro] each, on the host.
+// Micro-batch j holds examples [j x micro, (j + 1) x micro): int64 [micro] each, on the host. One
+// process, so a world of 1; BenchConfig's check refused a batch that `accum` does not divide.
 std::vector<torch::Tensor> micro_batch_indices(int64_t batch, int64_t accum) {
-  const int64_t micro = batch / accum;
+  const int64_t micro = config::micro_batch_for_accumulation(batch, accum, 1);
   std::vector<torch::Tensor> out;
   for (int64_t j = 0; j < accum; ++j) out.push_back(torch::arange(j * micro, (j + 1) * micro));
   return out;
@@ -157,7 +159,7 @@ BenchResult describe(const config::BenchConfig& bench, const Workload& w, c10::D
   r.channels_last = bench.channels_last;
   r.batch = bench.batch;
   r.accum = bench.accum;
-  r.micro_batch = bench.batch / bench.accum;
+  r.micro_batch = config::micro_batch_for_accumulation(bench.batch, bench.accum, 1);
   r.tokens_per_sample = w.tokens_per_sample;
   r.warmup_steps = bench.warmup;
   r.threads = at::get_num_threads();

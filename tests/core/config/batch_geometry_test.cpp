@@ -33,6 +33,20 @@ TEST(BatchGeometryRule, AccumulationIsWholeOrNothing) {
   EXPECT_EQ(accumulation(huge, huge, 4), std::nullopt);
 }
 
+// `batchlab bench --accum K` states the split by its accumulation count: the micro-batch is the
+// per-device batch over K, and accumulation() gives K back for it.
+TEST(BatchGeometryRule, TheMicroBatchOfAnAccumulationCountIsItsInverse) {
+  EXPECT_EQ(micro_batch_for_accumulation(256, 4, 1), 64);
+  EXPECT_EQ(micro_batch_for_accumulation(256, 4, 2), 32);
+  EXPECT_EQ(micro_batch_for_accumulation(256, 1, 1), 256);
+  EXPECT_EQ(accumulation(256, micro_batch_for_accumulation(256, 4, 2), 2), 4);
+  EXPECT_EQ(micro_batch_for_accumulation(250, 4, 1), 0) << "250 samples in 4 micro-batches";
+  EXPECT_EQ(micro_batch_for_accumulation(256, 4, 3), 0) << "no whole share per device";
+  EXPECT_EQ(micro_batch_for_accumulation(256, 0, 1), 0);
+  EXPECT_EQ(micro_batch_for_accumulation(0, 4, 1), 0);
+  EXPECT_EQ(micro_batch_for_accumulation(256, 4, 0), 0);
+}
+
 TEST(BatchGeometryRule, AnEpochHoldsTheFullBatchesAndDropsTheRest) {
   EXPECT_EQ(steps_per_epoch(1000, 128), 7);
   EXPECT_EQ(steps_per_epoch(100, 128), 0);
