@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/config/batch_geometry.h"
+#include "core/config/batch_phases.h"
+#include "core/config/batch_schedule.h"
 #include "core/optim/lr_schedule.h"
 
 namespace batchlab::sweeps {
@@ -50,6 +52,18 @@ DerivedValues derive_values(const config::ExperimentConfig& config,
     d.accum_steps = g.accum;
     d.steps_per_epoch = g.steps_per_epoch;
     d.dropped_per_epoch = g.dropped_per_epoch;
+    if (config::has_batch_schedule(batch)) {
+      // The trainer's rule (core/train/trainer.cpp): the phases of config/batch_phases.h and the
+      // LR schedule by examples seen, so the steps are those of the batches the run takes, not
+      // the run's examples over the final batch (which counts too few steps and a too short
+      // warmup).
+      const config::BatchPhases phases(config::batch_points(batch), batch.micro, 1, *train_size);
+      const optim::LrSchedule schedule(config.schedule, config.optim, phases);
+      d.warmup_steps = schedule.warmup_steps();
+      d.total_steps = schedule.total_steps();
+      config::validate_batch_schedule_length(batch, schedule.total_examples(), out);
+      return d;
+    }
     const optim::LrSchedule schedule(config.schedule, d.peak_lr, g.steps_per_epoch);
     d.warmup_steps = schedule.warmup_steps();
     d.total_steps = schedule.total_steps();

@@ -2,7 +2,10 @@
 // rule, the batch geometry (accumulation, steps per epoch, samples an incomplete last batch drops)
 // and the schedule's warmup and total steps. Computed with the trainer's own functions
 // (optim::scaled_peak_lr, optim::LrSchedule, config::make_batch_geometry), so `sweep plan` shows
-// exactly what the run will record, without loading any data.
+// exactly what the run will record, without loading any data. Under a batch-size schedule
+// (config/batch_schedule.h) the steps come from the phases of config/batch_phases.h, as the
+// trainer counts them; the peak rate, the geometry and steps per epoch are the final batch's, which
+// the runs table records for such a run (each phase's peak follows optim.scaling from its batch).
 #pragma once
 
 #include <cstdint>
