@@ -6,10 +6,15 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
 
 #include "core/atomic_file.h"
 #include "core/config/sha256.h"
@@ -82,6 +87,27 @@ std::string archive_bytes(torch::serialize::OutputArchive& archive) {
   return stream.str();
 }
 
+// Runs `read` over an archive whose checksum held. What it holds is still input (a file of
+// another batchlab version, one written by hand, a best.pt renamed): LibTorch's errors for a
+// missing record or a tensor of another shape or type (c10::Error, and torch::jit's own, such as
+// ObjectAttributeError, which are plain std::runtime_errors) become a CheckpointError naming the
+// file and what was being read (exit 2), not an internal error. batchlab's own errors and
+// std::bad_alloc pass as they are.
+template <typename Read>
+auto reading(const std::string& path, std::string_view what, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw CheckpointError(fmt::format("{}: {}: {}", path, what, e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw CheckpointError(fmt::format("{}: {}: {}", path, what, e.what()));
+  }
+}
+
 // Reads and verifies one file; throws CheckpointError naming the file and the problem.
 std::string read_payload(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -110,18 +136,68 @@ std::string read_payload(const std::string& path) {
 void open_archive(const std::string& path, torch::serialize::InputArchive& archive) {
   const std::string payload = read_payload(path);
   std::istringstream in(payload);
-  try {
-    archive.load_from(in);
-  } catch (const c10::Error& e) {
-    throw CheckpointError(
-        fmt::format("{}: unreadable checkpoint payload: {}", path, e.what_without_backtrace()));
-  }
+  reading(path, "unreadable checkpoint payload", [&] { archive.load_from(in); });
 }
 
-std::string config_hash_of(torch::serialize::InputArchive& archive) {
-  c10::IValue hash;
-  archive.read("config_hash", hash);
-  return hash.toStringRef();
+std::string config_hash_of(torch::serialize::InputArchive& archive, const std::string& path) {
+  return reading(path, "reading its run id (config_hash)", [&] {
+    c10::IValue hash;
+    archive.read("config_hash", hash);
+    if (!hash.isString()) {
+      throw std::invalid_argument(fmt::format("a {} where a string was written", hash.tagKind()));
+    }
+    return hash.toStringRef();
+  });
+}
+
+// The values of record `key` as int64 (doubles: as double), at least `n` of them. Its errors, and
+// read_state's, are std::invalid_argument without the file's name: `reading` adds it.
+template <typename T>
+std::vector<T> values_of(torch::serialize::InputArchive& archive, const std::string& key,
+                         int64_t n) {
+  torch::Tensor t;
+  archive.read(key, t);
+  t = t.reshape({-1}).to(std::is_same_v<T, double> ? torch::kFloat64 : torch::kInt64).contiguous();
+  if (t.numel() < n) {
+    throw std::invalid_argument(
+        fmt::format("record {} holds {} values, expected at least {}", key, t.numel(), n));
+  }
+  const T* data = t.data_ptr<T>();
+  return std::vector<T>(data, data + t.numel());
+}
+
+// The trainer's state as save() wrote it; a value no run can have (a negative step or clock, a
+// clock that is not finite) is refused, since the trainer would index its data order with it.
+TrainerState read_state(torch::serialize::InputArchive& archive) {
+  const auto ints = values_of<int64_t>(archive, "ints", 4);
+  const auto dbl = values_of<double>(archive, "doubles", 6);
+  TrainerState s;
+  s.step = ints[0];
+  s.have_first_loss = ints[1] != 0;
+  s.noise_updates = ints[2];
+  s.last_eval_step = ints[3];
+  s.train_s = dbl[0];
+  s.eval_s = dbl[1];
+  s.checkpoint_s = dbl[2];
+  s.first_loss = dbl[3];
+  s.noise_g2 = dbl[4];
+  s.noise_trace = dbl[5];
+  const bool clocks_ok = std::isfinite(s.train_s) && std::isfinite(s.eval_s) &&
+                         std::isfinite(s.checkpoint_s) && s.train_s >= 0 && s.eval_s >= 0 &&
+                         s.checkpoint_s >= 0;
+  if (s.step < 0 || s.noise_updates < 0 || s.last_eval_step < -1 || s.last_eval_step > s.step ||
+      !clocks_ok) {
+    throw std::invalid_argument(fmt::format(
+        "a trainer state no run can have (step {}, last evaluation at {}, {} noise updates, "
+        "clocks {} / {} / {} s)",
+        s.step, s.last_eval_step, s.noise_updates, s.train_s, s.eval_s, s.checkpoint_s));
+  }
+  torch::Tensor reached;
+  archive.read("targets_reached", reached);
+  reached = reached.reshape({-1}).to(torch::kInt64).contiguous();
+  for (int64_t i = 0; i < reached.numel(); ++i)
+    s.targets_reached.push_back(reached.data_ptr<int64_t>()[i] != 0);
+  return s;
 }
 
 constexpr const char* kBestFile = "best.pt";
@@ -206,37 +282,28 @@ std::optional<CheckpointContents> CheckpointStore::load_latest(const std::string
     }
 
     CheckpointContents c;
-    c.config_hash = config_hash_of(archive);
+    c.config_hash = config_hash_of(archive, path);
     if (c.config_hash != expected_hash) {
       throw CheckpointError(fmt::format(
           "{}: checkpoint of run {} cannot resume run {} (the configuration differs); remove the "
           "checkpoint directory {} to start over",
           path, c.config_hash, expected_hash, dir_));
     }
-    torch::serialize::InputArchive model_archive, optim_archive;
-    archive.read("model", model_archive);
-    archive.read("optimizer", optim_archive);
-    model.load(model_archive);
-    optimizer.load(optim_archive);
-
-    torch::Tensor ints, dbl, reached;
-    archive.read("ints", ints);
-    archive.read("doubles", dbl);
-    archive.read("targets_reached", reached);
-    auto& s = c.state;
-    s.step = ints[0].item<int64_t>();
-    s.have_first_loss = ints[1].item<int64_t>() != 0;
-    s.noise_updates = ints[2].item<int64_t>();
-    s.last_eval_step = ints[3].item<int64_t>();
-    s.train_s = dbl[0].item<double>();
-    s.eval_s = dbl[1].item<double>();
-    s.checkpoint_s = dbl[2].item<double>();
-    s.first_loss = dbl[3].item<double>();
-    s.noise_g2 = dbl[4].item<double>();
-    s.noise_trace = dbl[5].item<double>();
-    for (int64_t i = 0; i < reached.numel(); ++i)
-      s.targets_reached.push_back(reached[i].item<int64_t>() != 0);
-    read_rng(archive, device_);
+    // Intact (the checksum held) and of this run, but not what this run can resume from: refused
+    // rather than skipped, since the model and optimizer may be loaded half-way by then and an
+    // older checkpoint, or a start from step 0, would continue from that mixture.
+    reading(path,
+            fmt::format("does not fit run {} (remove the checkpoint directory {} to start over)",
+                        expected_hash, dir_),
+            [&] {
+              c.state = read_state(archive);
+              torch::serialize::InputArchive model_archive, optim_archive;
+              archive.read("model", model_archive);
+              archive.read("optimizer", optim_archive);
+              model.load(model_archive);
+              optimizer.load(optim_archive);
+              read_rng(archive, device_);
+            });
     return c;
   }
   return std::nullopt;
@@ -291,12 +358,18 @@ bool CheckpointStore::load_rank_state(const std::string& config_hash, int64_t st
         fmt::format("{}; rank {} continues with a fresh RNG stream", e.what(), rank));
     return false;
   }
-  const std::string hash = config_hash_of(archive);
+  const std::string hash = config_hash_of(archive, path);
   if (hash != config_hash) {
     throw CheckpointError(
         fmt::format("{}: rank state of run {} cannot resume run {}", path, hash, config_hash));
   }
-  read_rng(archive, device_);
+  try {
+    reading(path, "restoring its RNG states", [&] { read_rng(archive, device_); });
+  } catch (const CheckpointError& e) {
+    warnings.push_back(
+        fmt::format("{}; rank {} continues with a fresh RNG stream", e.what(), rank));
+    return false;
+  }
   return true;
 }
 
@@ -330,17 +403,17 @@ std::optional<BestRecord> CheckpointStore::read_best(const std::string& config_h
   try {
     torch::serialize::InputArchive archive;
     open_archive(best_path(), archive);
-    if (config_hash_of(archive) != config_hash) return std::nullopt;
-    BestRecord record;
-    torch::Tensor ints, value;
-    c10::IValue metric;
-    archive.read("ints", ints);
-    archive.read("best_metric", metric);
-    archive.read("best_value", value);
-    record.step = ints[0].item<int64_t>();
-    record.metric = metric.toStringRef();
-    record.value = value[0].item<double>();
-    return record;
+    if (config_hash_of(archive, best_path()) != config_hash) return std::nullopt;
+    return reading(best_path(), "reading its record", [&] {
+      BestRecord record;
+      c10::IValue metric;
+      archive.read("best_metric", metric);
+      if (!metric.isString()) throw std::invalid_argument("best_metric is not a string");
+      record.step = values_of<int64_t>(archive, "ints", 1)[0];
+      record.metric = metric.toStringRef();
+      record.value = values_of<double>(archive, "best_value", 1)[0];
+      return record;
+    });
   } catch (const CheckpointError&) {
     return std::nullopt;  // a damaged best.pt is replaced at the next improvement
   }
@@ -350,23 +423,19 @@ int64_t load_model_weights(const std::string& path, const std::string& config_ha
                            torch::nn::Module& model) {
   torch::serialize::InputArchive archive;
   open_archive(path, archive);
-  const std::string hash = config_hash_of(archive);
+  const std::string hash = config_hash_of(archive, path);
   if (hash != config_hash) {
     throw CheckpointError(
         fmt::format("{}: a checkpoint of run {}, not of run {} (the configuration differs)", path,
                     hash, config_hash));
   }
-  torch::serialize::InputArchive model_archive;
-  torch::Tensor ints;
-  try {
+  return reading(path, fmt::format("the weights do not fit run {}'s model", config_hash), [&] {
+    const int64_t step = values_of<int64_t>(archive, "ints", 1)[0];
+    torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
     model.load(model_archive);
-    archive.read("ints", ints);
-  } catch (const c10::Error& e) {
-    throw CheckpointError(fmt::format("{}: the weights do not fit run {}'s model: {}", path,
-                                      config_hash, e.what_without_backtrace()));
-  }
-  return ints[0].item<int64_t>();
+    return step;
+  });
 }
 
 }  // namespace batchlab::train

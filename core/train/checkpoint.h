@@ -70,7 +70,10 @@ class CheckpointStore {
 
   // Loads the newest readable checkpoint into model and optimizer and returns its contents;
   // nullopt when there is none. A checkpoint whose config hash differs from `expected_hash` is a
-  // CheckpointError. Unreadable files are skipped; their paths and reasons land in `warnings`,
+  // CheckpointError, and so is an intact one of this run that does not fit it (a record missing,
+  // tensors of other shapes, a trainer state no run can have): the model may be half-loaded by
+  // then, so nothing older is tried. Unreadable files (a bad header or checksum, a payload that is
+  // no archive) are skipped; their paths and reasons land in `warnings`,
   // each but the oldest naming the file tried next. With `at_most`, checkpoints past that step are
   // skipped too (with a warning): the run's records end there, and resuming later would leave the
   // steps between out of them.
