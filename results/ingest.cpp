@@ -45,20 +45,38 @@ std::vector<std::string> shared_columns(Connection& db, const std::string& table
   return out;
 }
 
+// The job's own account of the run (status, error, last step, total steps). A column its file
+// does not have (an older batchlab's, or a schema that does not match its version: found by
+// fuzz_ingest, "no such column: error", exit 1) reads as NULL instead of failing the fold.
+std::string job_run_select(Connection& db) {
+  const auto job = table_columns(db, "job", "runs");
+  std::string select;
+  for (const char* column : {"status", "error", "last_step", "total_steps"}) {
+    const bool has = std::find(job.begin(), job.end(), column) != job.end();
+    select += (select.empty() ? "" : ", ") + (has ? std::string(column) : std::string("NULL"));
+  }
+  return "SELECT " + select + " FROM job.runs WHERE run_id = ?1";
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
 
-std::string upsert_runs_sql(const std::vector<std::string>& cols) {
+// `job_has` names the coordinator's columns (sweep_id, attempts) the job's file has too; ?2 and
+// ?3 are bound whether it has them or not, so the statement names them either way (a file
+// without them, an older batchlab's or a damaged one, ended the fold with "column index out of
+// range", exit 1: found by fuzz_ingest).
+std::string upsert_runs_sql(const std::vector<std::string>& cols,
+                            const std::set<std::string>& job_has) {
   std::vector<std::string> select;
   std::vector<std::string> sets;
   for (const auto& c : cols) {
     if (c == "sweep_id") {
-      select.push_back("COALESCE(?2, sweep_id)");
+      select.push_back(job_has.count(c) ? "COALESCE(?2, sweep_id)" : "?2");
     } else if (c == "attempts") {
-      select.push_back("COALESCE(?3, attempts)");
+      select.push_back(job_has.count(c) ? "COALESCE(?3, attempts)" : "COALESCE(?3, 0)");
     } else {
       select.push_back(c);
     }
@@ -169,11 +187,37 @@ struct Ingester::Impl {
                                         version, latest_schema_version()));
     }
     Statement stmt(db, "SELECT 1 FROM job.sqlite_master WHERE type = 'table' AND name = 'runs'");
-    return stmt.step();
+    if (!stmt.step()) return false;
+    // Every table the fold reads by run id must have one: a file that claims a schema version but
+    // lacks it is damaged (a plain SQLITE_ERROR, "no such column", would be exit 1). A series
+    // table the file does not have at all (an older batchlab's) is skipped by the fold.
+    std::vector<std::string> tables = {"runs"};
+    tables.insert(tables.end(), std::begin(kSeriesTables), std::end(kSeriesTables));
+    for (const auto& table : tables) {
+      const auto columns = table_columns(db, "job", table);
+      if (!columns.empty() &&
+          std::find(columns.begin(), columns.end(), "run_id") == columns.end()) {
+        throw StoreInputError(records_db, fmt::format("its {} table has no run_id column: the "
+                                                      "file is damaged; running its job again "
+                                                      "rebuilds it",
+                                                      table));
+      }
+    }
+    return true;
   }
 
   std::optional<IngestedRun> fold(const std::string& run_id, const IngestOptions& options) {
-    Statement upsert(db, upsert_runs_sql(shared_columns(db, "runs")));
+    // The columns both files have, and the coordinator's two, which the target always has.
+    auto run_columns = shared_columns(db, "runs");
+    std::set<std::string> job_has;
+    for (const char* c : {"sweep_id", "attempts"}) {
+      if (std::find(run_columns.begin(), run_columns.end(), c) != run_columns.end()) {
+        job_has.insert(c);
+      } else {
+        run_columns.push_back(c);
+      }
+    }
+    Statement upsert(db, upsert_runs_sql(run_columns, job_has));
     upsert.bind_text(1, run_id);
     upsert.bind_text(2, options.sweep_id);
     upsert.bind_int64(3, options.attempts);
@@ -183,8 +227,7 @@ struct Ingester::Impl {
     IngestedRun out;
     out.run_id = run_id;
     {
-      Statement read(
-          db, "SELECT status, error, last_step, total_steps FROM job.runs WHERE run_id = ?1");
+      Statement read(db, job_run_select(db));
       read.bind_text(1, run_id);
       if (read.step()) {
         out.status = read.column_text(0);
@@ -198,12 +241,26 @@ struct Ingester::Impl {
       Statement del(db, fmt::format("DELETE FROM main.{} WHERE run_id = ?1", table));
       del.bind_text(1, run_id);
       del.run();
-      const std::string cols = join(shared_columns(db, table));
+      const auto shared = shared_columns(db, table);
+      if (shared.empty()) continue;  // the file has no such table (an older batchlab's)
+      const std::string cols = join(shared);
       Statement copy(db, fmt::format("INSERT INTO main.{0}({1}) SELECT {1} FROM job.{0} "
                                      "WHERE run_id = ?1",
                                      table, cols));
       copy.bind_text(1, run_id);
-      copy.run();
+      try {
+        copy.run();
+      } catch (const StoreInputError&) {
+        throw;
+      } catch (const StoreError& e) {
+        // Rows a records file's own index finds for this run that break the sweep database's
+        // constraints (a step row whose run id is not the one its index holds: a damaged file
+        // SQLite reads without complaint) are bad input like a damaged page, not a store failure
+        // (found by fuzz_ingest; the caller names the records file).
+        if (db.last_error_code() != SQLITE_CONSTRAINT) throw;
+        throw StoreInputError(db.path(), fmt::format("{} rows of run {}", table, run_id),
+                              e.sqlite_message());
+      }
       out.rows += db.changes();
     }
     return out;

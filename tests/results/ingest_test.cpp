@@ -218,6 +218,24 @@ TEST(Ingest, MissingEmptyAndForeignFiles) {
   EXPECT_THROW(ingester.ingest(dir.file("newer.db")), StoreInputError);
 }
 
+// A records file whose runs table lacks a column the fold reads (an older batchlab's, or a schema
+// that does not match its version, as fuzz_ingest made one) folds in with the column read as
+// NULL; it ended `results ingest` with "no such column: error" (exit 1).
+TEST(Ingest, ARunsTableWithoutAColumnTheFoldReadsStillFolds) {
+  TempDir dir;
+  const auto job = dir.file("records.db");
+  const auto sweep = dir.file("sweep.db");
+  write_job(job, "a", 8, "failed");
+  RawDb(job).exec("ALTER TABLE runs DROP COLUMN error");
+  plan_run(sweep, "a");
+  const auto runs = Ingester(sweep).ingest(job);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "failed");
+  EXPECT_FALSE(runs[0].error.has_value());
+  EXPECT_EQ(runs[0].last_step, 8);
+  EXPECT_EQ(count(sweep, "SELECT count(*) FROM steps WHERE run_id = 'a'"), 8);
+}
+
 TEST(Ingest, IngestsEveryRunOfAFile) {
   TempDir dir;
   const auto job = dir.file("two.db");
