@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/config/batch_geometry.h"
 #include "results/schema.h"
 #include "results/sqlite_util.h"
 
@@ -31,6 +32,7 @@ constexpr std::int64_t kEvalEvery = 500;
 constexpr std::int64_t kLayerEvery = 50;        // 62,500 / 50 = 1,250 recorded steps
 constexpr std::size_t kLayers = 160;            // x 1,250 = 200,000 layer_stats rows
 constexpr std::int64_t kTrainSize = 1'281'167;  // ImageNet's training set
+constexpr std::int64_t kMicro = 256;            // every run's batch.micro (a multiple of it)
 const char* const kSweepId = "sw-serve-bench";
 
 // The parameter names of torchvision's ResNet-50 (161 of them) less bn1.bias, so the layer count is
@@ -98,10 +100,10 @@ inline std::vector<RunSpec> run_specs() {
 inline std::string config_toml(const RunSpec& r) {
   return fmt::format(
       "schema_version = 1\n[model]\narch = \"resnet50\"\n[data]\ndataset = \"imagenet\"\n"
-      "[batch]\nglobal = {}\nmicro = 256\n[optim]\nname = \"{}\"\nbase_lr = {}\nbase_batch = 256\n"
+      "[batch]\nglobal = {}\nmicro = {}\n[optim]\nname = \"{}\"\nbase_lr = {}\nbase_batch = 256\n"
       "momentum = 0.9\nweight_decay = 5e-05\nscaling = \"linear\"\n[schedule]\nwarmup_epochs = 5\n"
       "decay = \"cosine\"\nepochs = {}\n[train]\nseed = {}\nlayer_stats_every = 50\n",
-      r.batch, r.optimizer, r.base_lr, kStepsPerRun * r.batch / kTrainSize, r.seed);
+      r.batch, kMicro, r.optimizer, r.base_lr, kStepsPerRun * r.batch / kTrainSize, r.seed);
 }
 
 // Linear warmup over the first 4% of training, then cosine decay to zero (Goyal et al.).
@@ -166,7 +168,7 @@ inline void generate_database(const std::string& path, const std::vector<RunSpec
       "global_batch, micro_batch, accum_steps, world_size, base_lr, peak_lr, scaling, "
       "warmup_steps, seed, attempts, host, device, git_sha, torch_version, started_at, "
       "finished_at, threads, train_size, steps_per_epoch, total_steps, last_step, train_s) "
-      "VALUES(?1, ?2, 'done', ?3, 'resnet50', 'imagenet', ?4, ?5, 256, ?6, 1, ?7, ?7, 'linear', "
+      "VALUES(?1, ?2, 'done', ?3, 'resnet50', 'imagenet', ?4, ?5, ?16, ?6, 1, ?7, ?7, 'linear', "
       "?8, ?9, 1, 'node07', 'cuda:0', '3f9c2e1a', '2.5.1', ?10, ?11, 8, ?12, ?13, ?14, ?14, ?15)");
   results::Statement step(db,
                           "INSERT INTO steps(run_id, step, epoch, samples, wall_s, lr, train_loss, "
@@ -280,16 +282,17 @@ inline void generate_database(const std::string& path, const std::vector<RunSpec
     run.bind_text(3, config_toml(r));
     run.bind_text(4, r.optimizer);
     run.bind_int64(5, r.batch);
-    run.bind_int64(6, std::max<std::int64_t>(1, r.batch / 256));
+    run.bind_int64(6, batchlab::config::accumulation(r.batch, kMicro, 1).value_or(0));
     run.bind_double(7, r.base_lr);
     run.bind_int64(8, kStepsPerRun / 25);
     run.bind_int64(9, r.seed);
     run.bind_text(10, fmt::format("2026-11-{:02}T08:00:00.000Z", 20 + i / 8));
     run.bind_text(11, fmt::format("2026-11-{:02}T20:00:00.000Z", 22 + i / 8));
     run.bind_int64(12, kTrainSize);
-    run.bind_int64(13, kTrainSize / r.batch);
+    run.bind_int64(13, batchlab::config::steps_per_epoch(kTrainSize, r.batch));
     run.bind_int64(14, kStepsPerRun);
     run.bind_double(15, wall);
+    run.bind_int64(16, kMicro);
     run.run();
   }
   tx.commit();

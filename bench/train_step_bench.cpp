@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "core/config/batch_geometry.h"
 #include "core/optim/factory.h"
 #include "core/train/layer_stats.h"
 #include "core/train/trainer.h"
@@ -40,9 +41,10 @@ void BM_SmallResnetTrainStep(benchmark::State& state) {
   auto opt = optim::make_optimizer(oc, task->named_parameters(), 0.1);
   task->model().train();
   auto idx = torch::arange(batch, torch::kInt64);
+  const int64_t micro_size = config::micro_batch_for_accumulation(batch, accum, 1);
   std::vector<torch::Tensor> micro;
   for (int64_t j = 0; j < accum; ++j)
-    micro.push_back(idx.slice(0, j * batch / accum, (j + 1) * batch / accum));
+    micro.push_back(idx.slice(0, j * micro_size, (j + 1) * micro_size));
   for (auto _ : state) {
     opt->optimizer().zero_grad();
     auto r = train::accumulate_gradients(*task, micro, std::nullopt);
