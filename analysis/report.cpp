@@ -116,7 +116,7 @@ std::vector<TargetKey> collect_targets(const std::vector<RunRecord>& records) {
   std::set<TargetKey> targets;
   for (const auto& r : records) {
     for (const auto& m : r.milestones) targets.insert({m.metric, m.target});
-    for (const auto& [metric, value] : r.declared_targets) targets.insert({metric, value});
+    targets.insert(r.declared_targets.begin(), r.declared_targets.end());
   }
   return {targets.begin(), targets.end()};
 }

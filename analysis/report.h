@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "results/query_result.h"
+#include "results/target.h"
 
 namespace batchlab::analysis {
 
@@ -54,14 +55,8 @@ struct Stat {
   static Stat of(const std::vector<double>& values);
 };
 
-struct TargetKey {
-  std::string metric;
-  double value = 0.0;
-  bool operator==(const TargetKey& o) const { return metric == o.metric && value == o.value; }
-  bool operator<(const TargetKey& o) const {
-    return metric != o.metric ? metric < o.metric : value < o.value;
-  }
-};
+// A run's target as its config declares it or its milestones record it: the one target type.
+using TargetKey = results::Target;
 
 // Runs of the group's selected LR that reached one target, and when (means over those runs).
 struct TargetResult {

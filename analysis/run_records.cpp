@@ -85,7 +85,7 @@ void read_targets(const toml::table& config, RunRecord& run) {
     if (table == nullptr) return;
     auto metric = (*table)["metric"].value<std::string>();
     auto value = (*table)["value"].value<double>();
-    if (metric && value) run.declared_targets.emplace_back(*metric, *value);
+    if (metric && value) run.declared_targets.push_back({*metric, *value});
   };
   const toml::node_view<const toml::node> target = config.at_path("train.target");
   if (!target) return;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "results/target.h"
+
 namespace batchlab::analysis {
 
 struct MilestoneRecord {
@@ -41,7 +43,7 @@ struct RunRecord {
   std::optional<double> final_val_acc, final_val_loss;
   std::vector<MilestoneRecord> milestones;
   // Targets declared in the run's config (train.target), reached or not.
-  std::vector<std::pair<std::string, double>> declared_targets;
+  std::vector<results::Target> declared_targets;
 };
 
 // Which runs to read.

@@ -142,8 +142,8 @@ StudyCellRecord cell_of(const std::string& path, int line, const std::vector<std
     }
     c.seed = static_cast<int64_t>(seed);
   }
-  c.target_metric = target_name;
-  if (ix.target >= 0) c.target_value = field_number(path, line, "target", row[ix.target]);
+  c.target.metric = target_name;
+  if (ix.target >= 0) c.target.value = field_number(path, line, "target", row[ix.target]);
   c.status = "reached";
   return c;
 }

@@ -49,8 +49,7 @@ std::vector<StudyCellRecord> read_cells(const std::string& db_path, const CellFi
     c.global_batch = integer(row[3]);
     c.seed = integer(row[4]);
     c.cell_toml = row[5].value_or("");
-    c.target_metric = row[6].value_or("");
-    c.target_value = to_number(row[7]).value_or(0.0);
+    c.target = {row[6].value_or(""), to_number(row[7]).value_or(0.0)};
     c.lr_center = to_number(row[8]).value_or(0.0);
     c.lr_factor = to_number(row[9]).value_or(0.0);
     c.cap_steps = integer(row[10]);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "results/batch_ladder.h"
+#include "results/target.h"
 
 namespace batchlab::analysis {
 
@@ -23,8 +24,7 @@ struct StudyCellRecord {
   int64_t global_batch = 0;
   int64_t seed = 0;
   std::string cell_toml;  // the non-LR axis values that define the cell
-  std::string target_metric;
-  double target_value = 0.0;
+  results::Target target;
   double lr_center = 0.0, lr_factor = 0.0;
   int64_t cap_steps = 0, warmup_steps = 0;
   std::string status;  // searching | reached | censored

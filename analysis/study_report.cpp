@@ -380,9 +380,9 @@ StudyReport study_report_of(const StudyRecords& records) {
   StudyReport report;
   std::set<std::string> targets;
   for (const auto& c : records.cells) {
-    targets.insert(c.target_metric.empty()
+    targets.insert(c.target.metric.empty()
                        ? std::string("as given in the table")
-                       : fmt::format("{} {:g}", c.target_metric, c.target_value));
+                       : fmt::format("{} {:g}", c.target.metric, c.target.value));
   }
   report.targets.assign(targets.begin(), targets.end());
   label_cells(records.cells, report);

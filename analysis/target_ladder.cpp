@@ -16,8 +16,6 @@ namespace batchlab::analysis {
 
 namespace {
 
-bool is_loss(const std::string& metric) { return metric.find("loss") != std::string::npos; }
-
 // The cells at one rung: each cell's earliest crossing over its trials; a cell none of whose
 // trials crossed keeps its status when it was censored or searching, else is censored here.
 StudyRecords records_at(const StudyRecords& records, const TrialCurves& curves, double target,
@@ -33,7 +31,7 @@ StudyRecords records_at(const StudyRecords& records, const TrialCurves& curves, 
     if (step && (!b || *step < *b)) b = step;
   }
   for (auto& c : out.cells) {
-    c.target_value = target;
+    c.target.value = target;
     const auto it = best.find(c.cell_id);
     if (it != best.end() && it->second) {
       c.status = "reached";
@@ -79,14 +77,15 @@ std::optional<double> crossing_step(const std::vector<std::pair<double, double>>
 }
 
 std::vector<TargetRung> target_ladder(const StudyRecords& records, const TrialCurves& curves) {
-  std::set<std::pair<std::string, double>> targets;
-  for (const auto& c : records.cells) targets.insert({c.target_metric, c.target_value});
+  std::set<results::Target> targets;
+  for (const auto& c : records.cells) targets.insert(c.target);
   if (targets.size() != 1 || curves.empty()) return {};
-  const auto [metric, final_target] = *targets.begin();
-  const bool lower = is_loss(metric);
+  const results::Target& final_target = *targets.begin();
+  const bool lower = final_target.lower_is_better();
   std::vector<TargetRung> out;
   for (double shift : kTargetLadder) {
-    TargetRung rung{metric, final_target * (lower ? 1.0 + shift : 1.0 - shift), {}};
+    TargetRung rung{
+        final_target.metric, final_target.value * (lower ? 1.0 + shift : 1.0 - shift), {}};
     const auto report = study_report_of(records_at(records, curves, rung.target, lower));
     for (const auto& f : report.fits) rung.fits.push_back(rung_fit(f));
     out.push_back(std::move(rung));
@@ -97,7 +96,7 @@ std::vector<TargetRung> target_ladder(const StudyRecords& records, const TrialCu
 TrialCurves read_trial_curves(const std::string& db_path, const StudyRecords& records) {
   TrialCurves out;
   if (records.cells.empty()) return out;
-  const std::string metric = records.cells.front().target_metric;
+  const std::string metric = records.cells.front().target.metric;
   static const std::set<std::string> columns = {"val_loss", "val_acc",    "test_loss",
                                                 "test_acc", "train_loss", "train_acc"};
   if (!columns.count(metric)) return out;

@@ -54,11 +54,11 @@ void order_as_planned(const sweeps::Plan& plan, analysis::Report& report) {
 
 // The plan's target (the first job's train.target) among the report's targets.
 std::optional<size_t> plan_target(const sweeps::Plan& plan, const analysis::Report& report) {
-  if (plan.jobs.empty() || plan.jobs.front().target_metric.empty()) return std::nullopt;
-  const auto& job = plan.jobs.front();
+  if (plan.jobs.empty() || !plan.jobs.front().target) return std::nullopt;
+  const results::Target& wanted = *plan.jobs.front().target;
   for (size_t t = 0; t < report.targets.size(); ++t) {
-    if (report.targets[t].metric == job.target_metric &&
-        std::abs(report.targets[t].value - job.target_value) < 1e-12) {
+    if (report.targets[t].metric == wanted.metric &&
+        std::abs(report.targets[t].value - wanted.value) < 1e-12) {
       return t;
     }
   }

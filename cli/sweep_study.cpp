@@ -123,108 +123,140 @@ void print_summary(const SweepContext& ctx, const study::StudySummary& s) {
 
 }  // namespace
 
-int print_study_plan(const SweepContext& ctx, const std::string& format) {
-  const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
-  const auto firsts = first_trials(plan);
-  const auto recorded =
-      analysis::read_study_progress(ctx.spec.results, ctx.plan.sweep_name).cell_status;
-  const auto& st = plan.study();
-  auto centre_of = [&](size_t c) -> std::string {
+namespace {
+
+// What the plan printout shows of each cell: its first trial (nullopt where its centre waits for
+// another cell) and its status in the results database ("new" when it has none).
+struct PlannedCells {
+  const study::StudyPlan& plan;
+  std::vector<std::optional<sweeps::Job>> firsts;
+  std::map<std::string, std::string> recorded;
+
+  std::string centre(size_t c) const {
     if (firsts[c]) return lr_text(firsts[c]->base_lr);
+    const auto& st = plan.study();
     if (st.later_seeds != sweeps::LaterSeeds::search && plan.cells[c].first_seed) {
       return fmt::format("seed {}'s best", plan.job(*plan.cells[c].first_seed).seed);
     }
     return fmt::format("best of batch {}", plan.job(*plan.cells[c].previous).global_batch);
-  };
-  auto status_of = [&](size_t c) {
+  }
+  std::string status(size_t c) const {
     auto it = recorded.find(plan.cells[c].cell_id);
     return it == recorded.end() ? std::string("new") : it->second;
-  };
+  }
+};
+
+nlohmann::ordered_json json_or_null(bool present, nlohmann::ordered_json value) {
+  return present ? std::move(value) : nlohmann::ordered_json(nullptr);
+}
+
+void format_plan_json(const SweepContext& ctx, const PlannedCells& cells, fmt::memory_buffer& out) {
+  const auto& plan = cells.plan;
+  const auto& st = plan.study();
+  nlohmann::ordered_json j = {{"sweep", ctx.spec.name},
+                              {"results", ctx.spec.results},
+                              {"study",
+                               {{"target_metric", st.target.metric},
+                                {"target_value", st.target.value},
+                                {"lr_factor", st.lr_factor},
+                                {"lr_points_max", st.lr_points_max},
+                                {"evals_per_octave", st.evals_per_octave}}},
+                              {"cells", nlohmann::ordered_json::array()}};
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    const auto& first = cells.firsts[c];
+    j["cells"].push_back(
+        {{"index", c + 1},
+         {"cell_id", plan.cells[c].cell_id},
+         {"coordinates", describe_cell(plan, c)},
+         {"centre", json_or_null(first.has_value(), first ? first->base_lr : 0.0)},
+         {"cap_steps", plan.cells[c].max_cap_steps},
+         {"warmup_steps",
+          json_or_null(first.has_value(), first ? first->derived.warmup_steps.value_or(0) : 0)},
+         {"first_trial", json_or_null(first.has_value(), first ? first->run_id : "")},
+         {"status", cells.status(c)}});
+  }
+  fmt::format_to(std::back_inserter(out), "{}\n", j.dump(1));
+}
+
+void format_plan_table(const SweepContext& ctx, const PlannedCells& cells,
+                       fmt::memory_buffer& out) {
+  const auto& plan = cells.plan;
+  results::QueryResult table;
+  table.columns = {"#"};
+  for (const auto& k : ctx.plan.coordinate_keys) table.columns.push_back(k);
+  for (const char* c : {"cell_id", "centre", "cap", "warmup", "first trial", "status"}) {
+    table.columns.emplace_back(c);
+  }
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    const auto& first = cells.firsts[c];
+    std::vector<std::optional<std::string>> row = {std::to_string(c + 1)};
+    for (const auto& v : plan.job(c).coordinates) row.emplace_back(v);
+    row.emplace_back(plan.cells[c].cell_id);
+    row.emplace_back(cells.centre(c));
+    row.emplace_back(std::to_string(plan.cells[c].max_cap_steps));
+    row.emplace_back(first ? std::to_string(first->derived.warmup_steps.value_or(0)) : "-");
+    row.emplace_back(first ? first->run_id : "-");
+    row.emplace_back(cells.status(c));
+    table.types.emplace_back(row.size(), ValueType::kText);
+    table.rows.push_back(std::move(row));
+  }
+  fmt::format_to(std::back_inserter(out), "{}", results::format_table(table));
+}
+
+// The lines under the table: what a cell's search is, then the ladder's and later seeds' rules.
+void format_plan_rules(const SweepContext& ctx, const study::StudyPlan& plan,
+                       fmt::memory_buffer& out) {
+  const auto& st = plan.study();
+  fmt::format_to(
+      std::back_inserter(out),
+      "\n{} cells, each a learning-rate search {} {} {} {} (factor {}, at most "
+      "{} points, {} evaluations per octave); the first trial of a cell is its "
+      "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
+      plan.cells.size(),
+      st.race ? "raced to" : "without race or pruning (a plain grid: every point runs to)",
+      st.target.metric, st.target.lower_is_better() ? "<=" : ">=", st.target.value, st.lr_factor,
+      st.lr_points_max, st.evals_per_octave, ctx.spec.results, ctx.spec.runs_dir);
+  if (const auto& ladder = st.ladder) {
+    fmt::format_to(std::back_inserter(out),
+                   "batch ladder: {}..{}, doubling while the steps to target fall by more than "
+                   "{:g}x per doubling; it stops after {} doubling(s) in a row below that, at the "
+                   "ceiling, {}, and the cells above never open\n",
+                   ladder->start, ladder->ceiling, ladder->min_gain, ladder->flat_doublings,
+                   ladder->budget_stop && st.max_samples
+                       ? "at a censored cell, or before a batch whose cap is below the steps the "
+                         "batch under it needed"
+                       : "or at a censored cell");
+    if (ladder->censored_rungs > 0) {
+      fmt::format_to(std::back_inserter(out),
+                     "  (a line that has not reached the target yet climbs past up to {} "
+                     "censored batch{} first)\n",
+                     ladder->censored_rungs, ladder->censored_rungs == 1 ? "" : "es");
+    }
+  }
+  if (st.later_seeds == sweeps::LaterSeeds::rerun_best) {
+    fmt::format_to(std::back_inserter(out),
+                   "later seeds: one trial at the first seed's best rate at the same batch, its "
+                   "neighbours only if it does not reach\n");
+  } else if (st.later_seeds == sweeps::LaterSeeds::neighbours) {
+    fmt::format_to(std::back_inserter(out),
+                   "later seeds: the first seed's best rate at the same batch and its two "
+                   "neighbours, no more\n");
+  }
+}
+
+}  // namespace
+
+int print_study_plan(const SweepContext& ctx, const std::string& format) {
+  const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
+  const PlannedCells cells{
+      plan, first_trials(plan),
+      analysis::read_study_progress(ctx.spec.results, ctx.plan.sweep_name).cell_status};
   fmt::memory_buffer out;
   if (format == "json") {
-    nlohmann::ordered_json j = {{"sweep", ctx.spec.name},
-                                {"results", ctx.spec.results},
-                                {"study",
-                                 {{"target_metric", st.target_metric},
-                                  {"target_value", st.target_value},
-                                  {"lr_factor", st.lr_factor},
-                                  {"lr_points_max", st.lr_points_max},
-                                  {"evals_per_octave", st.evals_per_octave}}},
-                                {"cells", nlohmann::ordered_json::array()}};
-    for (size_t c = 0; c < plan.cells.size(); ++c) {
-      const auto& first = firsts[c];
-      j["cells"].push_back(
-          {{"index", c + 1},
-           {"cell_id", plan.cells[c].cell_id},
-           {"coordinates", describe_cell(plan, c)},
-           {"centre",
-            first ? nlohmann::ordered_json(first->base_lr) : nlohmann::ordered_json(nullptr)},
-           {"cap_steps", plan.cells[c].max_cap_steps},
-           {"warmup_steps", first ? nlohmann::ordered_json(first->derived.warmup_steps.value_or(0))
-                                  : nlohmann::ordered_json(nullptr)},
-           {"first_trial",
-            first ? nlohmann::ordered_json(first->run_id) : nlohmann::ordered_json(nullptr)},
-           {"status", status_of(c)}});
-    }
-    fmt::format_to(std::back_inserter(out), "{}\n", j.dump(1));
+    format_plan_json(ctx, cells, out);
   } else {
-    results::QueryResult table;
-    table.columns = {"#"};
-    for (const auto& k : ctx.plan.coordinate_keys) table.columns.push_back(k);
-    for (const char* c : {"cell_id", "centre", "cap", "warmup", "first trial", "status"}) {
-      table.columns.emplace_back(c);
-    }
-    for (size_t c = 0; c < plan.cells.size(); ++c) {
-      const auto& first = firsts[c];
-      std::vector<std::optional<std::string>> row = {std::to_string(c + 1)};
-      for (const auto& v : plan.job(c).coordinates) row.emplace_back(v);
-      row.emplace_back(plan.cells[c].cell_id);
-      row.emplace_back(centre_of(c));
-      row.emplace_back(std::to_string(plan.cells[c].max_cap_steps));
-      row.emplace_back(first ? std::to_string(first->derived.warmup_steps.value_or(0)) : "-");
-      row.emplace_back(first ? first->run_id : "-");
-      row.emplace_back(status_of(c));
-      table.types.emplace_back(row.size(), ValueType::kText);
-      table.rows.push_back(std::move(row));
-    }
-    fmt::format_to(std::back_inserter(out), "{}", results::format_table(table));
-    fmt::format_to(
-        std::back_inserter(out),
-        "\n{} cells, each a learning-rate search {} {} {} {} (factor {}, at most "
-        "{} points, {} evaluations per octave); the first trial of a cell is its "
-        "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
-        plan.cells.size(),
-        st.race ? "raced to" : "without race or pruning (a plain grid: every point runs to)",
-        st.target_metric,
-        config::is_accuracy_metric(st.target_metric) ? ">=" : "<=", st.target_value, st.lr_factor,
-        st.lr_points_max, st.evals_per_octave, ctx.spec.results, ctx.spec.runs_dir);
-    if (const auto& ladder = st.ladder) {
-      fmt::format_to(
-          std::back_inserter(out),
-          "batch ladder: {}..{}, doubling while the steps to target fall by more than "
-          "{:g}x per doubling; it stops after {} doubling(s) in a row below that, at the "
-          "ceiling, {}, and the cells above never open\n",
-          ladder->start, ladder->ceiling, ladder->min_gain, ladder->flat_doublings,
-          ladder->budget_stop && st.max_samples
-              ? "at a censored cell, or before a batch whose cap is below the steps the batch "
-                "under it needed"
-              : "or at a censored cell");
-      if (ladder->censored_rungs > 0) {
-        fmt::format_to(std::back_inserter(out),
-                       "  (a line that has not reached the target yet climbs past up to {} "
-                       "censored batch{} first)\n",
-                       ladder->censored_rungs, ladder->censored_rungs == 1 ? "" : "es");
-      }
-    }
-    if (st.later_seeds == sweeps::LaterSeeds::rerun_best) {
-      fmt::format_to(std::back_inserter(out),
-                     "later seeds: one trial at the first seed's best rate at the same batch, its "
-                     "neighbours only if it does not reach\n");
-    } else if (st.later_seeds == sweeps::LaterSeeds::neighbours) {
-      fmt::format_to(std::back_inserter(out),
-                     "later seeds: the first seed's best rate at the same batch and its two "
-                     "neighbours, no more\n");
-    }
+    format_plan_table(ctx, cells, out);
+    format_plan_rules(ctx, plan, out);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;

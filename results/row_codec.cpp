@@ -369,7 +369,7 @@ const std::vector<std::string>& RowCodec<StudyCellRow>::columns() {
 void RowCodec<StudyCellRow>::bind(Statement& stmt, const StudyCellRow& row) {
   Binder bind_next(stmt);
   bind_next(row.cell_id)(row.sweep_id)(row.optimizer)(row.global_batch)(row.seed)(row.cell_toml)(
-      row.target_metric)(std::optional<double>(row.target_value))(
+      row.target.metric)(std::optional<double>(row.target.value))(
       std::optional<double>(row.lr_center))(std::optional<double>(row.lr_factor))(row.cap_steps)(
       row.warmup_steps)(row.status)(row.best_run_id)(row.best_lr)(row.steps_to_target)(
       row.samples_to_target)(row.updated_at);
@@ -384,8 +384,8 @@ StudyCellRow RowCodec<StudyCellRow>::read(const Statement& stmt, const std::stri
   row.global_batch = r.int64();
   row.seed = r.int64();
   row.cell_toml = r.text();
-  row.target_metric = r.text();
-  row.target_value = r.opt_double().value_or(0.0);
+  row.target.metric = r.text();
+  row.target.value = r.opt_double().value_or(0.0);
   row.lr_center = r.opt_double().value_or(0.0);
   row.lr_factor = r.opt_double().value_or(0.0);
   row.cap_steps = r.int64();

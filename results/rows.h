@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "results/target.h"
+
 namespace batchlab::results {
 
 // runs.status values (DESIGN.md), plus `oom`, a failure kind of its own, and `stopped`: the run
@@ -187,8 +189,7 @@ struct StudyCellRow {
   std::int64_t global_batch = 0;
   std::int64_t seed = 0;
   std::string cell_toml;  // the non-LR axis values that define the cell
-  std::string target_metric;
-  double target_value = 0.0;
+  Target target;
   double lr_center = 0.0;
   double lr_factor = 2.0;
   std::int64_t cap_steps = 0;

@@ -360,8 +360,8 @@ class Expander {
     if (options_.keep_config_toml) job.config_toml = std::move(canonical);
     job.threads = cfg.train.threads;
     if (!cfg.train.targets.empty()) {
-      job.target_metric = cfg.train.targets.front().metric;
-      job.target_value = cfg.train.targets.front().value;
+      job.target =
+          results::Target{cfg.train.targets.front().metric, cfg.train.targets.front().value};
     }
     job.derived = derived;
     return job;

@@ -40,6 +40,7 @@
 
 #include "core/errors.h"
 #include "results/batch_ladder.h"
+#include "results/target.h"
 
 namespace batchlab::sweeps {
 
@@ -141,8 +142,7 @@ struct StudyBoundSpec {
 };
 
 struct StudySpec {
-  std::string target_metric;  // val_acc | val_loss
-  double target_value = 0.0;
+  results::Target target;              // metric val_acc | val_loss
   double lr_factor = 2.0;              // spacing of the LR points: centre x lr_factor^k
   int64_t lr_points_max = 6;           // LR points per cell at most (>= 3)
   std::optional<double> lr_center;     // every cell's centre; unset: from the next smaller batch

@@ -5,8 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/config/schema.h"
-#include "core/config/target_rules.h"
 #include "results/rows.h"
 
 namespace batchlab::sweeps::study {
@@ -14,11 +12,11 @@ namespace batchlab::sweeps::study {
 namespace {
 
 // The best metric a trial showed (nullopt: no finite evaluation).
-std::optional<double> best_value(const Curve& curve, const Goal& goal) {
+std::optional<double> best_value(const Curve& curve, const results::Target& goal) {
   std::optional<double> best;
   for (const auto& p : curve) {
     if (!p.value || !std::isfinite(*p.value)) continue;
-    if (!best || (at_least_as_good(goal, *p.value, *best) && *p.value != *best)) best = p.value;
+    if (!best || (goal.at_least_as_good(*p.value, *best) && *p.value != *best)) best = p.value;
   }
   return best;
 }
@@ -31,16 +29,10 @@ bool nearer_centre(int64_t a, int64_t b) {
 
 }  // namespace
 
-Goal make_goal(const std::string& metric, double value) { return Goal{metric, value}; }
-
-bool at_least_as_good(const Goal& goal, double value, double level) {
-  return config::reaches_target(goal.metric, value, level);
-}
-
-std::optional<double> crossing(const Curve& curve, const Goal& goal, double level) {
+std::optional<double> crossing(const Curve& curve, const results::Target& goal, double level) {
   for (size_t i = 0; i < curve.size(); ++i) {
     const auto& p = curve[i];
-    if (!p.value || !at_least_as_good(goal, *p.value, level)) continue;
+    if (!p.value || !goal.at_least_as_good(*p.value, level)) continue;
     const double s2 = static_cast<double>(p.step);
     if (i == 0) return s2;
     const auto& prev = curve[i - 1];
@@ -56,11 +48,12 @@ std::optional<double> crossing(const Curve& curve, const Goal& goal, double leve
   return std::nullopt;
 }
 
-std::optional<double> steps_to_target(const Curve& curve, const Goal& goal) {
+std::optional<double> steps_to_target(const Curve& curve, const results::Target& goal) {
   return crossing(curve, goal, goal.value);
 }
 
-std::optional<size_t> race_leader(const std::vector<TrialView>& trials, const Goal& goal) {
+std::optional<size_t> race_leader(const std::vector<TrialView>& trials,
+                                  const results::Target& goal) {
   std::optional<size_t> leader;
   std::optional<double> best;
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -76,7 +69,7 @@ std::optional<size_t> race_leader(const std::vector<TrialView>& trials, const Go
 }
 
 std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_t i,
-                                     const Goal& goal) {
+                                     const results::Target& goal) {
   const auto leader = race_leader(trials, goal);
   if (!leader || *leader == i || steps_to_target(trials[i].curve, goal)) return std::nullopt;
   const double s = *steps_to_target(trials[*leader].curve, goal);
@@ -84,7 +77,7 @@ std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_
 }
 
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
-                                      const Goal& goal, const PruneRule& rule) {
+                                      const results::Target& goal, const PruneRule& rule) {
   // Only a trial that reached the target leads: two trials still short of it could otherwise
   // prune each other on noisy evaluations and leave the cell with no trial at all.
   const auto leader = race_leader(trials, goal);
@@ -96,7 +89,7 @@ std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size
   for (const auto& p : trials[i].curve) {
     if (p.step > rule.warmup_steps) ++evals_past_warmup;
     if (!p.value || !std::isfinite(*p.value)) continue;
-    if (!best || at_least_as_good(goal, *p.value, *best)) best = p.value;
+    if (!best || goal.at_least_as_good(*p.value, *best)) best = p.value;
     if (p.step <= rule.warmup_steps || evals_past_warmup < rule.min_evals) continue;
     if (static_cast<double>(p.step) < rule.min_leader_fraction * leader_steps) continue;
     const auto s_leader = crossing(trials[*leader].curve, goal, *best);
@@ -107,7 +100,7 @@ std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size
   return std::nullopt;
 }
 
-std::optional<std::string> trial_outcome(const TrialView& trial, const Goal& goal) {
+std::optional<std::string> trial_outcome(const TrialView& trial, const results::Target& goal) {
   namespace status = results::run_status;
   namespace outcome = results::trial_outcome;
   const std::string& s = trial.run_status;
@@ -125,7 +118,7 @@ std::optional<std::string> trial_outcome(const TrialView& trial, const Goal& goa
   return std::nullopt;
 }
 
-bool ranks_before(const TrialView& a, const TrialView& b, const Goal& goal) {
+bool ranks_before(const TrialView& a, const TrialView& b, const results::Target& goal) {
   const auto sa = steps_to_target(a.curve, goal);
   const auto sb = steps_to_target(b.curve, goal);
   if (sa.has_value() != sb.has_value()) return sa.has_value();
@@ -138,13 +131,13 @@ bool ranks_before(const TrialView& a, const TrialView& b, const Goal& goal) {
     const auto ma = best_value(a.curve, goal);
     const auto mb = best_value(b.curve, goal);
     if (ma.has_value() != mb.has_value()) return ma.has_value();
-    if (ma && *ma != *mb) return at_least_as_good(goal, *ma, *mb);
+    if (ma && *ma != *mb) return goal.at_least_as_good(*ma, *mb);
     if (!ma) return a.lr_index < b.lr_index;  // both without a finite metric: the lower rate
   }
   return nearer_centre(a.lr_index, b.lr_index);
 }
 
-BracketStep next_bracket_step(const std::vector<TrialView>& trials, const Goal& goal,
+BracketStep next_bracket_step(const std::vector<TrialView>& trials, const results::Target& goal,
                               int64_t lr_points_max, BracketStart start) {
   BracketStep step;
   if (trials.empty()) {

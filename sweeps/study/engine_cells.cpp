@@ -93,8 +93,7 @@ bool StudyEngine::State::open_ready_cells() {
     row.global_batch = job.global_batch;
     row.seed = job.seed;
     row.cell_toml = plan.cells[c].cell_toml;
-    row.target_metric = goal.metric;
-    row.target_value = goal.value;
+    row.target = goal;
     row.lr_center = centre_of(c);
     row.lr_factor = plan.study().lr_factor;
     row.cap_steps = cap_of(c);

@@ -48,7 +48,7 @@ struct StudyEngine::State {
   std::string sweep_id;
   TrialSource& source;
   StudyObserver& observer;
-  Goal goal;
+  results::Target goal;
   std::vector<CellState> cells;
   std::vector<Trial> trials;
   std::map<std::string, size_t> by_run_id;
@@ -63,7 +63,7 @@ struct StudyEngine::State {
         sweep_id(std::move(id)),
         source(src),
         observer(o),
-        goal(make_goal(p.study().target_metric, p.study().target_value)),
+        goal(p.study().target),
         cells(p.cells.size()),
         policy(order) {}
 

@@ -72,7 +72,7 @@ std::string trial_settings(const StudySpec& s) {
   return fmt::format(
       "target {} {}; factor {}; evals/octave {}; warmup {}; max_steps {}; "
       "max_samples {}",
-      s.target_metric, config::format_float(s.target_value), config::format_float(s.lr_factor),
+      s.target.metric, config::format_float(s.target.value), config::format_float(s.lr_factor),
       s.evals_per_octave, config::format_float(s.warmup), s.max_steps.value_or(0),
       s.max_samples.value_or(0));
 }
@@ -168,9 +168,9 @@ StudyPlan plan_study(const SweepSpec& spec, const Plan& plan, const PlanOptions&
     Cell cell = describe_cell(plan, study, job, i);
     config::DataConfig data;
     data.val_size = parse_config(job)["data"]["val_size"].value_or<int64_t>(0);
-    if (auto rule = config::validation_split_rule(study.target_metric, data);
+    if (auto rule = config::validation_split_rule(study.target.metric, data);
         rule && problems.empty()) {
-      problems.push_back(at(spec, study.target_where, "study.target.metric", study.target_metric,
+      problems.push_back(at(spec, study.target_where, "study.target.metric", study.target.metric,
                             *rule + fmt::format(" [in cell {}]", plan.describe(job))));
     }
     if (auto cap = max_cap(study, job)) {
@@ -218,13 +218,12 @@ Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_s
   train.insert_or_assign("evals_per_octave", study.evals_per_octave);
   if (!spec.assigns("train.full_eval")) train.insert_or_assign("full_eval", "final");
   train.insert_or_assign(
-      "target", toml::table{{"metric", study.target_metric}, {"value", study.target_value}});
+      "target", toml::table{{"metric", study.target.metric}, {"value", study.target.value}});
   train.insert_or_assign("stop_at_target", true);
 
   Job trial = trial_job(config, spec.source, plan.options, cell_job);
   trial.coordinates.push_back(config::format_float(base_lr));
-  trial.target_metric = study.target_metric;
-  trial.target_value = study.target_value;
+  trial.target = study.target;
   return trial;
 }
 

@@ -258,8 +258,7 @@ void SpecReader::read_study_target(const toml::node& node, StudySpec& study) {
     error(location_of(*value), "study.target.value", config::render_node(*value), *rule);
     return;
   }
-  study.target_metric = name;
-  study.target_value = *v;
+  study.target = {name, *v};
 }
 
 void SpecReader::check_owned_keys(const SweepSpec& spec, const std::vector<OwnedKey>& owned,

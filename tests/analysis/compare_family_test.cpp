@@ -34,8 +34,8 @@ StudyRecords simulated_study(std::mt19937_64& generator, double b_factor, double
         c.optimizer = optimizer;
         c.global_batch = batch;
         c.seed = seed;
-        c.target_metric = "val_loss";
-        c.target_value = 5.8;
+        c.target.metric = "val_loss";
+        c.target.value = 5.8;
         c.cap_steps = 100000;
         c.status = "reached";
         const double factor = optimizer == "b" ? b_factor : 1.0;

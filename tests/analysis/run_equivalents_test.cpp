@@ -21,8 +21,8 @@ StudyCellRecord cell(const std::string& id, int64_t batch, int64_t seed, const s
   c.optimizer = "lamb";
   c.global_batch = batch;
   c.seed = seed;
-  c.target_metric = "val_loss";
-  c.target_value = 5.8;
+  c.target.metric = "val_loss";
+  c.target.value = 5.8;
   c.cap_steps = 100;
   c.status = status;
   c.best_run_id = best;

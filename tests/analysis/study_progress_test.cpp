@@ -19,8 +19,8 @@ results::StudyCellRow cell(const std::string& id, const std::string& sweep, int6
   c.optimizer = "lamb";
   c.global_batch = batch;
   c.cell_toml = "";
-  c.target_metric = "val_loss";
-  c.target_value = 6.0;
+  c.target.metric = "val_loss";
+  c.target.value = 6.0;
   c.lr_center = 0.004;
   c.cap_steps = 300;
   c.status = status;

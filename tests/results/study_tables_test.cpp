@@ -22,8 +22,8 @@ StudyCellRow cell(const std::string& id, const std::string& sweep, std::int64_t 
   row.global_batch = batch;
   row.seed = 0;
   row.cell_toml = "\"batch.global\" = " + std::to_string(batch) + "\n";
-  row.target_metric = "val_acc";
-  row.target_value = 0.88;
+  row.target.metric = "val_acc";
+  row.target.value = 0.88;
   row.lr_center = 0.1;
   row.lr_factor = 2.0;
   row.cap_steps = 4000;
@@ -77,8 +77,8 @@ TEST(StudyTables, CellsAndTrialsRoundTripAndRewriteByKey) {
   EXPECT_EQ(cells[1].steps_to_target, 1150.5);
   EXPECT_EQ(cells[1].samples_to_target, 1150.5 * 256);
   EXPECT_EQ(cells[1].cap_steps, 4000);
-  EXPECT_EQ(cells[1].target_metric, "val_acc");
-  EXPECT_DOUBLE_EQ(cells[1].target_value, 0.88);
+  EXPECT_EQ(cells[1].target.metric, "val_acc");
+  EXPECT_DOUBLE_EQ(cells[1].target.value, 0.88);
   EXPECT_TRUE(cells[1].updated_at.has_value());
   EXPECT_EQ(cells[0].status, "searching");
   EXPECT_FALSE(cells[0].best_lr.has_value());

@@ -269,8 +269,8 @@ TEST(ServeApi, SweepsListTheSlurmJobsOfRunsThatMayStillTakeStepsAndAStudysProgre
     cell.optimizer = "adamw";
     cell.global_batch = 64;
     cell.cell_toml = "x";
-    cell.target_metric = "val_acc";
-    cell.target_value = 0.8;
+    cell.target.metric = "val_acc";
+    cell.target.value = 0.8;
     cell.lr_center = 0.01;
     cell.lr_factor = 2.0;
     cell.cap_steps = 100;

@@ -28,8 +28,8 @@ TEST(StudySpec, ReadsTheKeysWithTheirDefaults) {
   SweepFiles files(spec("[grid]\n\"batch.global\" = [64, 128]", std::string(kTarget)));
   const auto s = files.spec();
   ASSERT_TRUE(s.study.has_value());
-  EXPECT_EQ(s.study->target_metric, "val_acc");
-  EXPECT_DOUBLE_EQ(s.study->target_value, 0.8);
+  EXPECT_EQ(s.study->target.metric, "val_acc");
+  EXPECT_DOUBLE_EQ(s.study->target.value, 0.8);
   EXPECT_EQ(s.study->lr_factor, 2.0);
   EXPECT_EQ(s.study->lr_points_max, 6);
   EXPECT_FALSE(s.study->lr_center.has_value());
