@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "experiments/tasks/task_outputs.h"
+#include "experiments/tasks/text_task_splits.h"
 #include "models/registry.h"
 
 namespace batchlab::experiments {
@@ -35,11 +36,7 @@ CausalLmTask::CausalLmTask(data::TextCorpus corpus,
                            std::shared_ptr<models::CausalLanguageModel> model,
                            const config::DataConfig& data, torch::Device device)
     : corpus_(std::move(corpus)), model_(std::move(model)), device_(device) {
-  const int64_t vocab = corpus_.tokenizer->vocab_size();
-  if (model_->vocab_size() != vocab) {
-    throw InputError(fmt::format("the model has {} token ids but the tokenizer {} has {}",
-                                 model_->vocab_size(), corpus_.tokenizer->path(), vocab));
-  }
+  check_model_vocab(corpus_, model_->vocab_size());
   if (data.seq_len > model_->max_seq_len()) {
     throw InputError(fmt::format(
         "data.seq_len = {} is longer than model.max_seq_len = {} (the rows of the position "
@@ -51,9 +48,7 @@ CausalLmTask::CausalLmTask(data::TextCorpus corpus,
                                                    "train_size");
   test_ = std::make_unique<data::CausalLmWindows>(splits.test, data.seq_len, data.test_size,
                                                   "test_size");
-  validation_ = std::make_unique<train::ValidationSplit>(
-      train_->size(), data.val_size,
-      fmt::format("the text corpus {} at data.seq_len = {}", corpus_.shards->dir(), data.seq_len));
+  validation_ = hold_out_text_validation(corpus_, train_->size(), data);
   model_->to(device_);
 }
 

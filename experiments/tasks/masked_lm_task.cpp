@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/train/data_order.h"
 #include "core/train/validation_split.h"
+#include "experiments/tasks/text_task_splits.h"
 #include "models/registry.h"
 
 namespace batchlab::experiments {
@@ -51,18 +52,13 @@ MaskedLmTask::MaskedLmTask(data::TextCorpus corpus,
       data_(data),
       device_(device),
       current_seq_len_(data.seq_len) {
-  const int64_t vocab = corpus_.tokenizer->vocab_size();
-  if (model_->vocab_size() != vocab) {
-    throw InputError(fmt::format("the model has {} token ids but the tokenizer {} has {}",
-                                 model_->vocab_size(), corpus_.tokenizer->path(), vocab));
-  }
+  check_model_vocab(corpus_, model_->vocab_size());
+  const int64_t vocab = model_->vocab_size();
   auto splits = data::split_stream(corpus_.shards);
   train_ = make_builder(splits.train, data, vocab, data.train_size, "training", "train_size");
   test_ = make_builder(splits.test, data, vocab, data.test_size, "held-out", "test_size");
   if (data.seq_len_phase2 > 0) train_->check_length(data.seq_len_phase2);
-  validation_ = std::make_unique<train::ValidationSplit>(
-      train_->size(), data.val_size,
-      fmt::format("the text corpus {} at data.seq_len = {}", corpus_.shards->dir(), data.seq_len));
+  validation_ = hold_out_text_validation(corpus_, train_->size(), data);
   model_->to(device_);
 }
 

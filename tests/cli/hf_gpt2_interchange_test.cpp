@@ -19,31 +19,23 @@
 #include "models/registry.h"
 #include "models/safetensors.h"
 #include "tests/cli/cli_runner.h"
-#include "tests/test_paths.h"
+#include "tests/cli/hf_suite_setup.h"
 
 namespace batchlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::CommandResult;
 using testing::run_batchlab;
+using testing::run_hf_peer;
 using testing::run_id_of;
 using testing::shell_quote;
 using testing::TempDir;
 
-const std::string kGptPeerScript =
-    std::string(test_paths::source_dir()) + "/tests/cli/hf_interchange.py";
-const fs::path kGptDocs = "/usr/share/doc/python3.11/html/_sources/library";
 constexpr int kGptVocab = 1024;
 constexpr int kGptContext = 64;
 // float32 on the same CPU through different kernels (LibTorch's fused causal attention and tanh
 // GELU against transformers' own): logits of size ~1 agree far closer than this.
 constexpr const char* kGptTolerance = "1e-5";
-
-CommandResult gpt_peer(const std::string& args) {
-  return testing::run_shell(shell_quote(test_paths::peer_python()) + " " +
-                            shell_quote(kGptPeerScript) + " " + args + " 2>&1");
-}
 
 config::ModelConfig gpt2_tiny() {
   config::ModelConfig model;
@@ -58,34 +50,13 @@ class HfGpt2Cli : public ::testing::Test {
   // One tokenizer and one gpt2_tiny trained 5 AdamW steps, exported as a save_pretrained folder.
   static void SetUpTestSuite() {
     dir_ = new TempDir("hf-gpt2");
-    if (!fs::is_directory(kGptDocs)) {
-      problem_ = kGptDocs.string() + " is missing: scripts/setup.sh installs python3.11-doc";
-      return;
-    }
-    fs::create_directories(dir_->path / "docs");
-    for (const char* doc : {"json", "os", "re", "string"}) {
-      fs::copy_file(kGptDocs / (std::string(doc) + ".rst.txt"),
-                    dir_->path / "docs" / (std::string(doc) + ".rst.txt"));
-    }
-    ::setenv("BATCHLAB_CACHE_DIR", path("cache").c_str(), 1);
-    const auto tok =
-        run_batchlab("data tokenizer " + shell_quote(path("docs")) + " --out " +
-                     shell_quote(path("tok")) + " --vocab-size " + std::to_string(kGptVocab));
-    if (tok.exit_code != 0) {
-      problem_ = "batchlab data tokenizer:\n" + tok.output;
-      return;
-    }
-    const auto trained = run_batchlab("train " + shell_quote(config("gpt.toml", "", 5)) + " --db " +
-                                      shell_quote(path("gpt.db")));
-    run_id_ = run_id_of(trained.output);
-    if (trained.exit_code != 0 || run_id_.empty()) {
-      problem_ = "batchlab train:\n" + trained.output;
-      return;
-    }
-    const auto exported = run_batchlab("export --db " + shell_quote(path("gpt.db")) + " --run " +
-                                       run_id_ + " --format hf --out " + shell_quote(path("hf")));
-    if (exported.exit_code != 0) problem_ = "batchlab export --format hf:\n" + exported.output;
-    export_output_ = exported.output;
+    problem_ =
+        testing::prepare_docs_and_tokenizer(*dir_, {"json", "os", "re", "string"}, kGptVocab);
+    if (!problem_.empty()) return;
+    const auto run = testing::train_and_export_hf(*dir_, config("gpt.toml", "", 5), "gpt.db");
+    problem_ = run.problem;
+    run_id_ = run.run_id;
+    export_output_ = run.export_output;
   }
   static void TearDownTestSuite() {
     ::unsetenv("BATCHLAB_CACHE_DIR");
@@ -146,9 +117,9 @@ TEST_F(HfGpt2Cli, Gpt2LMHeadModelGivesTheLogitsBatchlabComputesFromItsCheckpoint
   const auto ids = torch::randint(5, kGptVocab, {2, kGptContext}, torch::kLong);
   torch::NoGradGuard no_grad;
   write_logits(path("batchlab_logits.safetensors"), ids, net->forward(ids));
-  const auto check = gpt_peer("compare-logits " + shell_quote(path("hf")) + " " +
-                              shell_quote(path("batchlab_logits.safetensors")) + " " +
-                              kGptTolerance + " GPT2LMHeadModel");
+  const auto check = run_hf_peer("compare-logits " + shell_quote(path("hf")) + " " +
+                                 shell_quote(path("batchlab_logits.safetensors")) + " " +
+                                 kGptTolerance + " GPT2LMHeadModel");
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(check.output.find("OK logits"), std::string::npos) << check.output;
   std::cout << check.output;  // the measured difference, for the record
@@ -169,16 +140,16 @@ TEST_F(HfGpt2Cli, TheSafetensorsExportLoadsStrictlyIntoGpt2LMHeadModel) {
   const auto exported = run_batchlab("export --db " + shell_quote(path("gpt.db")) + " --run " +
                                      run_id_ + " --out " + shell_quote(out));
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
-  const auto check = gpt_peer("check-gpt2-state " + shell_quote(out) + " " +
-                              std::to_string(kGptVocab) + " " + std::to_string(kGptContext));
+  const auto check = run_hf_peer("check-gpt2-state " + shell_quote(out) + " " +
+                                 std::to_string(kGptVocab) + " " + std::to_string(kGptContext));
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(check.output.find("OK gpt2 state"), std::string::npos) << check.output;
 }
 
 TEST_F(HfGpt2Cli, ATransformersFolderStartsARunAndComesBackWithIdenticalLogits) {
-  const auto saved = gpt_peer("save-gpt2 " + shell_quote(path("random_hf")) + " " +
-                              shell_quote(path("random_io.safetensors")) + " " +
-                              std::to_string(kGptVocab) + " " + std::to_string(kGptContext));
+  const auto saved = run_hf_peer("save-gpt2 " + shell_quote(path("random_hf")) + " " +
+                                 shell_quote(path("random_io.safetensors")) + " " +
+                                 std::to_string(kGptVocab) + " " + std::to_string(kGptContext));
   ASSERT_EQ(saved.exit_code, 0) << saved.output;
   // batchlab's forward on the folder's weights, as model.init_from loads them.
   config::ModelConfig model = gpt2_tiny();
@@ -208,8 +179,8 @@ TEST_F(HfGpt2Cli, ATransformersFolderStartsARunAndComesBackWithIdenticalLogits) 
       run_batchlab("export --db " + shell_quote(db) + " --run " + run_id_of(trained.output) +
                    " --format hf --out " + shell_quote(path("random_back")));
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
-  const auto check = gpt_peer("check-gpt2 " + shell_quote(path("random_back")) + " " +
-                              shell_quote(path("random_io.safetensors")));
+  const auto check = run_hf_peer("check-gpt2 " + shell_quote(path("random_back")) + " " +
+                                 shell_quote(path("random_io.safetensors")));
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(check.output.find("logits identical"), std::string::npos) << check.output;
 }

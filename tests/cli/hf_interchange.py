@@ -123,18 +123,26 @@ def bert_config(vocab, max_pos):
     return transformers.BertConfig(vocab_size=vocab, max_position_embeddings=max_pos, **BERT_TINY)
 
 
-def save_bert(directory, io_path, vocab, max_pos):
-    torch.manual_seed(1)
-    model = transformers.BertForMaskedLM(bert_config(vocab, max_pos))
+def save_randomized(model, is_norm_or_bias, directory, vocab):
+    """Perturbs the LayerNorms and biases of a freshly built `model`, saves it with
+    save_pretrained and returns (ids [2, 16], its logits on them) for the check-* commands."""
     with torch.no_grad():  # LayerNorms and biases random too: a misplaced tensor cannot hide
         for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
+            if is_norm_or_bias(name):
                 p.add_(0.1 * torch.randn_like(p))
     model.eval()
     ids = torch.randint(5, vocab, (2, 16))
     with torch.no_grad():
         logits = model(input_ids=ids).logits
     model.save_pretrained(directory)
+    return ids, logits
+
+
+def save_bert(directory, io_path, vocab, max_pos):
+    torch.manual_seed(1)
+    model = transformers.BertForMaskedLM(bert_config(vocab, max_pos))
+    ids, logits = save_randomized(
+        model, lambda name: "LayerNorm" in name or name.endswith("bias"), directory, vocab)
     torch.save({"input_ids": ids, "logits": logits}, io_path)
     print(f"saved BertForMaskedLM to {directory}: {len(model.state_dict())} entries")
     return 0
@@ -144,18 +152,32 @@ def loading_problems(info):
     return {k: sorted(v) for k, v in info.items() if k != "error_msgs" and v}
 
 
-def check_bert(directory, io_path):
-    model, info = transformers.BertForMaskedLM.from_pretrained(directory, output_loading_info=True)
+def loaded_cleanly(model_class, directory):
+    """model_class.from_pretrained(directory), or None (with the loading info printed) when a key
+    was missing, unexpected or mismatched, or the load reported an error."""
+    model, info = model_class.from_pretrained(directory, output_loading_info=True)
     if loading_problems(info) or info["error_msgs"]:
-        print(f"BertForMaskedLM.from_pretrained({directory}): {info}", file=sys.stderr)
-        return 1
+        print(f"{model_class.__name__}.from_pretrained({directory}): {info}", file=sys.stderr)
+        return None
+    return model
+
+
+def logits_identical(model, io, label):
+    """Whether `model` in eval mode gives exactly io["logits"] on io["input_ids"] (the difference
+    printed when not)."""
     model.eval()
-    io = torch.load(io_path)
     with torch.no_grad():
         logits = model(input_ids=io["input_ids"]).logits
     if not torch.equal(logits, io["logits"]):
         diff = (logits - io["logits"]).abs().max().item()
-        print(f"BertForMaskedLM logits differ (max abs diff {diff:.3e})", file=sys.stderr)
+        print(f"{label} logits differ (max abs diff {diff:.3e})", file=sys.stderr)
+        return False
+    return True
+
+
+def check_bert(directory, io_path):
+    model = loaded_cleanly(transformers.BertForMaskedLM, directory)
+    if model is None or not logits_identical(model, torch.load(io_path), "BertForMaskedLM"):
         return 1
     _, info = transformers.BertForSequenceClassification.from_pretrained(
         directory, num_labels=2, output_loading_info=True)
@@ -187,36 +209,22 @@ def gpt2_config(vocab, max_pos):
 def save_gpt2(directory, io_path, vocab, max_pos):
     torch.manual_seed(2)
     model = transformers.GPT2LMHeadModel(gpt2_config(vocab, max_pos))
-    with torch.no_grad():  # LayerNorms and biases random too: a misplaced tensor cannot hide
-        for name, p in model.named_parameters():
-            if ".ln_" in name or name.endswith("bias"):
-                p.add_(0.1 * torch.randn_like(p))
-    model.eval()
-    ids = torch.randint(5, vocab, (2, 16))
-    with torch.no_grad():
-        logits = model(input_ids=ids).logits
-    model.save_pretrained(directory)
+    ids, logits = save_randomized(
+        model, lambda name: ".ln_" in name or name.endswith("bias"), directory, vocab)
     safetensors.torch.save_file({"input_ids": ids, "logits": logits.contiguous()}, io_path)
     print(f"saved GPT2LMHeadModel to {directory}: {len(model.state_dict())} entries")
     return 0
 
 
 def check_gpt2(directory, io_path):
-    model, info = transformers.GPT2LMHeadModel.from_pretrained(directory, output_loading_info=True)
-    if loading_problems(info) or info["error_msgs"]:
-        print(f"GPT2LMHeadModel.from_pretrained({directory}): {info}", file=sys.stderr)
+    model = loaded_cleanly(transformers.GPT2LMHeadModel, directory)
+    if model is None:
         return 1
     if model.lm_head.weight.data_ptr() != model.transformer.wte.weight.data_ptr():
         print("GPT2LMHeadModel: lm_head.weight is not tied to transformer.wte.weight",
               file=sys.stderr)
         return 1
-    model.eval()
-    io = safetensors.torch.load_file(io_path)
-    with torch.no_grad():
-        logits = model(input_ids=io["input_ids"]).logits
-    if not torch.equal(logits, io["logits"]):
-        diff = (logits - io["logits"]).abs().max().item()
-        print(f"GPT2LMHeadModel logits differ (max abs diff {diff:.3e})", file=sys.stderr)
+    if not logits_identical(model, safetensors.torch.load_file(io_path), "GPT2LMHeadModel"):
         return 1
     tok = transformers.AutoTokenizer.from_pretrained(directory)
     ids = [tok.pad_token_id, tok.unk_token_id, tok.sep_token_id]

@@ -20,64 +20,35 @@
 #include "models/registry.h"
 #include "models/safetensors.h"
 #include "tests/cli/cli_runner.h"
-#include "tests/test_paths.h"
+#include "tests/cli/hf_suite_setup.h"
 
 namespace batchlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::CommandResult;
 using testing::run_batchlab;
+using testing::run_hf_peer;
 using testing::run_id_of;
 using testing::shell_quote;
 using testing::TempDir;
 
-const std::string kHfScript =
-    std::string(test_paths::source_dir()) + "/tests/cli/hf_interchange.py";
-const fs::path kPythonDocs = "/usr/share/doc/python3.11/html/_sources/library";
 // Documents the tokenizer and the BERT are trained on; the tokenizer check encodes others too.
 const std::vector<std::string> kTrainDocs = {"json",     "os",          "re",        "string",
                                              "datetime", "collections", "itertools", "functools"};
 constexpr int kHfVocab = 2048;  // experiments/configs/bert_study.toml's vocabulary
 constexpr int kHfSeqLen = 64;
 
-CommandResult hf_peer(const std::string& args) {
-  return testing::run_shell(shell_quote(test_paths::peer_python()) + " " + shell_quote(kHfScript) +
-                            " " + args + " 2>&1");
-}
-
 class HfInterchangeCli : public ::testing::Test {
  protected:
   // One tokenizer and one pretrained BERT (5 LAMB steps), exported as a save_pretrained folder.
   static void SetUpTestSuite() {
     dir_ = new TempDir("hf-interchange");
-    if (!fs::is_directory(kPythonDocs)) {
-      problem_ = kPythonDocs.string() + " is missing: scripts/setup.sh installs python3.11-doc";
-      return;
-    }
-    fs::create_directories(dir_->path / "docs");
-    for (const auto& doc : kTrainDocs) {
-      fs::copy_file(kPythonDocs / (doc + ".rst.txt"), dir_->path / "docs" / (doc + ".rst.txt"));
-    }
-    ::setenv("BATCHLAB_CACHE_DIR", path("cache").c_str(), 1);
-    const auto tok =
-        run_batchlab("data tokenizer " + shell_quote(path("docs")) + " --out " +
-                     shell_quote(path("tok")) + " --vocab-size " + std::to_string(kHfVocab));
-    if (tok.exit_code != 0) {
-      problem_ = "batchlab data tokenizer:\n" + tok.output;
-      return;
-    }
-    const auto config = bert_config("bert.toml", "", "lamb", 5);
-    const auto trained =
-        run_batchlab("train " + shell_quote(config) + " --db " + shell_quote(path("bert.db")));
-    run_id_ = run_id_of(trained.output);
-    if (trained.exit_code != 0 || run_id_.empty()) {
-      problem_ = "batchlab train:\n" + trained.output;
-      return;
-    }
-    const auto exported = run_batchlab("export --db " + shell_quote(path("bert.db")) + " --run " +
-                                       run_id_ + " --format hf --out " + shell_quote(path("hf")));
-    if (exported.exit_code != 0) problem_ = "batchlab export --format hf:\n" + exported.output;
+    problem_ = testing::prepare_docs_and_tokenizer(*dir_, kTrainDocs, kHfVocab);
+    if (!problem_.empty()) return;
+    const auto run =
+        testing::train_and_export_hf(*dir_, bert_config("bert.toml", "", "lamb", 5), "bert.db");
+    problem_ = run.problem;
+    run_id_ = run.run_id;
   }
   static void TearDownTestSuite() {
     ::unsetenv("BATCHLAB_CACHE_DIR");
@@ -147,8 +118,8 @@ TEST_F(HfInterchangeCli, TransformersGivesTheLogitsBatchlabComputesFromItsCheckp
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   // float32 on the same CPU, but different kernels (batchlab's attention and GELU against
   // PyTorch's eager ones): agreement to 1e-4 on logits of size ~10.
-  const auto check = hf_peer("compare-logits " + shell_quote(path("hf")) + " " +
-                             shell_quote(path("batchlab_logits.safetensors")) + " 1e-4");
+  const auto check = run_hf_peer("compare-logits " + shell_quote(path("hf")) + " " +
+                                 shell_quote(path("batchlab_logits.safetensors")) + " 1e-4");
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(check.output.find("OK logits"), std::string::npos) << check.output;
 }
@@ -168,7 +139,7 @@ TEST_F(HfInterchangeCli, AutoTokenizerEncodesTheDocumentationToBatchlabsIds) {
     docs.emplace_back(other);
   }
   for (const auto& doc : docs) {
-    std::ifstream in(kPythonDocs / (doc + ".rst.txt"));
+    std::ifstream in(testing::kPythonDocsLibrary / (doc + ".rst.txt"));
     std::string line;
     while (std::getline(in, line)) {
       if (line.find_first_not_of(" \t\f\v\r") != std::string::npos) lines.push_back(line);
@@ -176,8 +147,8 @@ TEST_F(HfInterchangeCli, AutoTokenizerEncodesTheDocumentationToBatchlabsIds) {
   }
   std::ofstream(path("lines.json")) << nlohmann::json(lines).dump();
   const auto encoded =
-      hf_peer("encode " + shell_quote(path("hf")) + " " + shell_quote(path("lines.json")) + " " +
-              shell_quote(path("hf_ids.json")));
+      run_hf_peer("encode " + shell_quote(path("hf")) + " " + shell_quote(path("lines.json")) +
+                  " " + shell_quote(path("hf_ids.json")));
   ASSERT_EQ(encoded.exit_code, 0) << encoded.output;
   const auto hf_ids = nlohmann::json::parse(std::ifstream(path("hf_ids.json")));
   ASSERT_EQ(hf_ids.size(), lines.size());
@@ -218,7 +189,7 @@ TEST_F(HfInterchangeCli, TorchvisionAndTimmResNet50RoundTripThroughSafetensors) 
     const auto start = path(lib + "_resnet50.safetensors");
     const auto io = path(lib + "_io.pt");
     const auto saved =
-        hf_peer("save-resnet50 " + lib + " " + shell_quote(start) + " " + shell_quote(io));
+        run_hf_peer("save-resnet50 " + lib + " " + shell_quote(start) + " " + shell_quote(io));
     ASSERT_EQ(saved.exit_code, 0) << saved.output;
     const auto config =
         dir_->file(lib + ".toml",
@@ -238,7 +209,7 @@ TEST_F(HfInterchangeCli, TorchvisionAndTimmResNet50RoundTripThroughSafetensors) 
                                        run_id_of(trained.output) + " --out " + shell_quote(out));
     ASSERT_EQ(exported.exit_code, 0) << exported.output;
     const auto check =
-        hf_peer("check-resnet50 " + lib + " " + shell_quote(out) + " " + shell_quote(io));
+        run_hf_peer("check-resnet50 " + lib + " " + shell_quote(out) + " " + shell_quote(io));
     EXPECT_EQ(check.exit_code, 0) << check.output;
     EXPECT_NE(check.output.find("entries loaded strictly, logits identical"), std::string::npos)
         << check.output;
@@ -247,7 +218,7 @@ TEST_F(HfInterchangeCli, TorchvisionAndTimmResNet50RoundTripThroughSafetensors) 
 
 TEST_F(HfInterchangeCli, DtypesTheSafetensorsPackageWritesReadExactly) {
   const auto file = path("dtypes.safetensors");
-  const auto saved = hf_peer("save-dtypes " + shell_quote(file));
+  const auto saved = run_hf_peer("save-dtypes " + shell_quote(file));
   ASSERT_EQ(saved.exit_code, 0) << saved.output;
   const auto read = models::read_safetensors(file);
   const auto x = torch::arange(12, torch::kFloat).reshape({3, 4}) / 4;
@@ -306,9 +277,9 @@ TEST_F(HfInterchangeCli, MalformedSafetensorsFilesExitTwoNamingTheFileAndTheReas
 }
 
 TEST_F(HfInterchangeCli, AFolderOfAnotherShapeIsRefusedWithEveryDifference) {
-  const auto saved =
-      hf_peer("save-bert " + shell_quote(path("tiny_hf")) + " " + shell_quote(path("tiny_io.pt")) +
-              " " + std::to_string(kHfVocab) + " " + std::to_string(kHfSeqLen));
+  const auto saved = run_hf_peer("save-bert " + shell_quote(path("tiny_hf")) + " " +
+                                 shell_quote(path("tiny_io.pt")) + " " + std::to_string(kHfVocab) +
+                                 " " + std::to_string(kHfSeqLen));
   ASSERT_EQ(saved.exit_code, 0) << saved.output;
   // bert_mini, 128 positions: five keys of config.json disagree.
   auto config = bert_config("mini.toml", "init_from = \"" + path("tiny_hf") + "\"\n", "lamb", 0);

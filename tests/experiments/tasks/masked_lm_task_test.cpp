@@ -10,44 +10,13 @@
 #include "core/errors.h"
 #include "core/train/validation_split.h"
 #include "tests/experiments/data/text_test_util.h"
+#include "tests/experiments/tasks/text_task_fixture.h"
 
 namespace batchlab::experiments {
 namespace {
 
-using data::testing::ScratchDir;
-
-class MaskedLmTaskTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir("mlmtask");
-    data::testing::write_text_corpus(dir_->path / "corpus", 30, 60);
-    ::setenv("BATCHLAB_CACHE_DIR", (dir_->path / "cache").c_str(), 1);
-  }
-  static void TearDownTestSuite() {
-    ::unsetenv("BATCHLAB_CACHE_DIR");
-    delete dir_;
-  }
-  void SetUp() override {
-    torch::manual_seed(0);
-    model_.arch = "bert_tiny";
-    model_.vocab_size = 300;
-    model_.max_seq_len = 64;
-    model_.dropout = 0.0;
-    data_.dataset = "text";
-    data_.path = (dir_->path / "corpus").string();
-    data_.seq_len = 32;
-  }
-  std::unique_ptr<MaskedLmTask> make() {
-    auto task = make_masked_lm_task(model_, data_, torch::kCPU);
-    return std::unique_ptr<MaskedLmTask>(dynamic_cast<MaskedLmTask*>(task.release()));
-  }
-  static torch::Tensor first(int64_t n) { return torch::arange(n, torch::kInt64); }
-
-  static ScratchDir* dir_;
-  config::ModelConfig model_;
-  config::DataConfig data_;
-};
-ScratchDir* MaskedLmTaskTest::dir_ = nullptr;
+constexpr char kBertTiny[] = "bert_tiny";
+using MaskedLmTaskTest = testing::TextTaskTest<MaskedLmTask, kBertTiny, &make_masked_lm_task>;
 
 TEST_F(MaskedLmTaskTest, BatchesCarryIdsTargetsAndMaskedPositions) {
   auto task = make();
@@ -86,20 +55,7 @@ TEST_F(MaskedLmTaskTest, LossIsCrossEntropyOverTheMaskedTokens) {
 }
 
 TEST_F(MaskedLmTaskTest, TrainingLowersTheLossOfABatch) {
-  auto task = make();
-  auto params = task->model().parameters();
-  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(3e-3));
-  const auto b = task->make_batch(train::Split::train, first(16), 9);
-  double before = 0, after = 0;
-  for (int step = 0; step < 30; ++step) {
-    opt.zero_grad();
-    auto out = task->forward(b);
-    if (step == 0) before = out.loss.item<double>();
-    after = out.loss.item<double>();
-    out.loss.backward();
-    opt.step();
-  }
-  EXPECT_LT(after, before - 1.0) << before << " -> " << after;
+  testing::expect_training_lowers_the_loss(*make());
 }
 
 TEST_F(MaskedLmTaskTest, EvaluationMasksAreFixedTrainingMasksFollowTheSeed) {
