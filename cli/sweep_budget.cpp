@@ -15,6 +15,7 @@
 #include "results/query.h"
 #include "results/query_result.h"
 #include "results/store.h"
+#include "sweeps/derived.h"
 #include "sweeps/study/budget_engine.h"
 #include "sweeps/study/trial_source.h"
 #include "sweeps/sweep_records.h"
@@ -72,15 +73,20 @@ std::string rungs_text(const std::vector<int64_t>& rungs) {
 // What the whole search trains, at most: every point to r_0, the survivors on to each next rung.
 int64_t planned_samples(const study::BudgetPlan& plan, size_t c) {
   const auto& cell = plan.cells[c];
-  const int64_t batch = plan.job(c).global_batch;
-  if (cell.first_seed) return cell.budget_steps * batch;
-  int64_t n = static_cast<int64_t>(cell.points.size()), previous = 0, steps = 0;
+  const sweeps::Job& job = plan.job(c);
+  // In examples, not steps x batch: under a batch-size schedule a step's batch depends on where
+  // it falls (sweeps/derived.h).
+  const auto samples = [&](int64_t steps) {
+    return sweeps::samples_after(job.derived, job.global_batch, steps);
+  };
+  if (cell.first_seed) return samples(cell.budget_steps);
+  int64_t n = static_cast<int64_t>(cell.points.size()), previous = 0, total = 0;
   for (int64_t r : cell.rung_steps) {
-    steps += n * (r - previous);
+    total += n * (samples(r) - samples(previous));
     previous = r;
     n = (n + plan.search().eta - 1) / plan.search().eta;
   }
-  return steps * batch;
+  return total;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/config/batch_geometry.h"
 #include "core/config/batch_phases.h"
 #include "core/config/batch_schedule.h"
@@ -62,6 +64,7 @@ DerivedValues derive_values(const config::ExperimentConfig& config,
       d.warmup_steps = schedule.warmup_steps();
       d.total_steps = schedule.total_steps();
       config::validate_batch_schedule_length(batch, schedule.total_examples(), out);
+      d.phases = phases;
       return d;
     }
     const optim::LrSchedule schedule(config.schedule, d.peak_lr, g.steps_per_epoch);
@@ -73,6 +76,11 @@ DerivedValues derive_values(const config::ExperimentConfig& config,
     out.push_back(Diagnostic{"", 0, 0, "batch", "", e.what()});
   }
   return d;
+}
+
+int64_t samples_after(const DerivedValues& derived, int64_t global_batch, int64_t steps) {
+  if (derived.phases) return derived.phases->examples_before(std::max<int64_t>(steps, 0));
+  return steps * global_batch;
 }
 
 }  // namespace batchlab::sweeps

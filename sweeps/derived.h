@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/batch_phases.h"
 #include "core/config/experiment_config.h"
 #include "core/errors.h"
 
@@ -28,7 +29,15 @@ struct DerivedValues {
   std::optional<int64_t> dropped_per_epoch;
   std::optional<int64_t> warmup_steps;  // 0 under a wall-clock budget
   std::optional<int64_t> total_steps;   // 0 under a wall-clock budget
+  // A batch-size schedule's phases (nullopt for a fixed batch, or when the size is unknown).
+  std::optional<config::BatchPhases> phases;
 };
+
+// The examples a job sees in its first `steps` updates: steps x `global_batch` for a fixed batch,
+// the phases' count under a batch-size schedule (where steps x the final batch overcounts: the
+// ramp of experiments/configs/fashion_mnist_batch_warmup.toml to 256 sees 174,048 examples in
+// 1,325 steps, not 339,200).
+int64_t samples_after(const DerivedValues& derived, int64_t global_batch, int64_t steps);
 
 // `train_size`: samples in the training split the job will use (nullopt: unknown). Problems the
 // config rules cannot see, because they need the data size (a global batch larger than the

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/stop_request.h"
+#include "sweeps/derived.h"
 #include "sweeps/study/budget_decisions.h"
 
 namespace batchlab::sweeps::study {
@@ -243,7 +244,8 @@ struct BudgetEngine::State {
       const PointTrial& trial = trials[t];
       if (trial.view.last_step == 0 && !trial.view.running) continue;
       ++run.row.trials;
-      run.row.samples_trained += trial.view.last_step * trial.job.global_batch;
+      run.row.samples_trained +=
+          samples_after(trial.job.derived, trial.job.global_batch, trial.view.last_step);
       rows.push_back(trial_row(trial));
     }
     run.row.updated_at.reset();
@@ -260,7 +262,7 @@ struct BudgetEngine::State {
     row.point = t.point_text;
     row.rung = static_cast<int64_t>(t.rung);
     row.last_step = t.view.last_step;
-    row.samples_trained = t.view.last_step * t.job.global_batch;
+    row.samples_trained = samples_after(t.job.derived, t.job.global_batch, t.view.last_step);
     const int64_t rung_step = run.rungs[std::min(t.rung, run.rungs.size() - 1)];
     row.metric = value_at(t.view, rung_step);
     if (t.view.diverged) {
@@ -341,7 +343,8 @@ struct BudgetEngine::State {
         ++summary.failed;
       }
       for (size_t t : run.trials) {
-        summary.samples_trained += trials[t].view.last_step * trials[t].job.global_batch;
+        summary.samples_trained += samples_after(trials[t].job.derived, trials[t].job.global_batch,
+                                                 trials[t].view.last_step);
       }
     }
     summary.stopped = source.stopping();

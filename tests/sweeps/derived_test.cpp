@@ -1,6 +1,6 @@
 // What `sweep plan` derives for a job under a batch-size schedule (sweeps/derived.h): the warmup
 // and total steps of the batches the run takes (config/batch_phases.h), the numbers the trainer
-// records, not the run's examples over the final batch.
+// records, not the run's examples over the final batch; and the examples its steps see.
 #include "sweeps/derived.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +46,12 @@ experiment = "base.toml"
   const DerivedValues& d64 = plan.jobs[0].derived;
   EXPECT_EQ(d64.warmup_steps, 29);
   EXPECT_EQ(d64.total_steps, 44);
+  // Examples seen after a number of updates, as a [search] counts its samples: the phases',
+  // where steps x the final batch would count 44 x 64 = 2816 for a run of 2,016.
+  ASSERT_TRUE(d64.phases.has_value());
+  EXPECT_EQ(samples_after(d64, 64, 13), 208);
+  EXPECT_EQ(samples_after(d64, 64, 19), 400);
+  EXPECT_EQ(samples_after(d64, 64, 44), 400 + 25 * 64);
   // The geometry and peak are the final batch's, as the runs table records them.
   EXPECT_EQ(d64.micro_batch, 16);
   EXPECT_EQ(d64.accum_steps, 4);
@@ -64,6 +70,18 @@ experiment = "base.toml"
   // 13 + 6 + ceil((600 - 400) / 64) = 23 steps to 128 at 640 examples, then ceil(1360 / 128).
   EXPECT_EQ(d128.total_steps, 23 + 11);
   EXPECT_EQ(d128.steps_per_epoch, 7);
+}
+
+TEST(DerivedValues, AFixedBatchCountsStepsTimesItsBatch) {
+  SweepFiles files(R"(schema_version = 1
+[sweep]
+name = "fixed"
+experiment = "base.toml"
+)");
+  const Plan plan = files.plan();
+  ASSERT_EQ(plan.jobs.size(), 1u);
+  EXPECT_FALSE(plan.jobs[0].derived.phases.has_value());
+  EXPECT_EQ(samples_after(plan.jobs[0].derived, 64, 30), 30 * 64);
 }
 
 TEST(DerivedValues, ASchedulePointAtTheRunsEndIsAProblemOfThePlan) {
