@@ -40,6 +40,17 @@ torch::Tensor take_rows(const torch::Tensor& examples, const Run& run,
   return examples.index_select(0, indices.to(examples.device(), torch::kInt64));
 }
 
+// A batch of the rows `indices` names, inputs [n, ...] and targets [n, ...] taken alike.
+train::Batch rows_of(const torch::Tensor& inputs, const torch::Tensor& targets,
+                     const torch::Tensor& indices) {
+  const Run run = as_run(indices);
+  train::Batch batch;
+  batch.size = indices.size(0);
+  batch.inputs = take_rows(inputs, run, indices);
+  batch.targets = take_rows(targets, run, indices);
+  return batch;
+}
+
 }  // namespace
 
 SyntheticImageTask::SyntheticImageTask(std::shared_ptr<models::ImageClassifier> model,
@@ -62,12 +73,7 @@ int64_t SyntheticImageTask::size(train::Split split) const {
 train::Batch SyntheticImageTask::make_batch(train::Split split, const torch::Tensor& indices,
                                             std::optional<uint64_t> /*augment_seed*/) {
   expect_training_split(split, images_.size(0), indices);
-  const Run run = as_run(indices);
-  train::Batch batch;
-  batch.size = indices.size(0);
-  batch.inputs = take_rows(images_, run, indices);
-  batch.targets = take_rows(labels_, run, indices);
-  return batch;
+  return rows_of(images_, labels_, indices);
 }
 
 train::BatchOutput SyntheticImageTask::forward(const train::Batch& batch) {
@@ -145,12 +151,7 @@ int64_t SyntheticCausalLmTask::size(train::Split split) const {
 train::Batch SyntheticCausalLmTask::make_batch(train::Split split, const torch::Tensor& indices,
                                                std::optional<uint64_t> /*augment_seed*/) {
   expect_training_split(split, inputs_.size(0), indices);
-  const Run run = as_run(indices);
-  train::Batch batch;
-  batch.size = indices.size(0);
-  batch.inputs = take_rows(inputs_, run, indices);
-  batch.targets = take_rows(targets_, run, indices);
-  return batch;
+  return rows_of(inputs_, targets_, indices);
 }
 
 train::BatchOutput SyntheticCausalLmTask::forward(const train::Batch& batch) {
