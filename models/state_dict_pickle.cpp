@@ -11,218 +11,48 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "core/errors.h"
-#include "models/pickle_nesting.h"
+#include "core/pickle_nesting.h"
+#include "core/pickle_program.h"
 
 namespace batchlab::models {
 namespace {
 
-// Pickle opcodes (Python's Lib/pickletools.py documents each); only the ones the rewrite looks at
-// by name are listed here, the argument layout of every other one is in `argument_kind`.
-constexpr uint8_t kMark = '(';
-constexpr uint8_t kStop = '.';
-constexpr uint8_t kBuild = 'b';
-constexpr uint8_t kGlobal = 'c';
-constexpr uint8_t kEmptyDict = '}';
-constexpr uint8_t kEmptyTuple = ')';
-constexpr uint8_t kReduce = 'R';
-constexpr uint8_t kBinGet = 'h';
-constexpr uint8_t kLongBinGet = 'j';
-constexpr uint8_t kBinPut = 'q';
-constexpr uint8_t kLongBinPut = 'r';
-constexpr uint8_t kTuple2 = 0x86;
-constexpr uint8_t kSetItem = 's';
-constexpr uint8_t kSetItems = 'u';
-constexpr uint8_t kAppend = 'a';
-constexpr uint8_t kAppends = 'e';
+using pickle::kAppend;
+using pickle::kAppends;
+using pickle::kBuild;
+using pickle::kEmptyDict;
+using pickle::kEmptyTuple;
+using pickle::kGlobal;
+using pickle::kMark;
+using pickle::kReduce;
+using pickle::kSetItem;
+using pickle::kSetItems;
+using pickle::kStop;
+using pickle::kTuple2;
+using pickle::Op;
 
-// How an opcode's argument is laid out in the byte stream.
-enum class Arg {
-  kNone,
-  kFixed,     // `size` bytes
-  kCounted1,  // 1-byte little-endian length, then that many bytes
-  kCounted4,  // 4-byte little-endian length, then that many bytes
-  kLine,      // text up to and including '\n'
-  kTwoLines,  // two such lines (module and name)
-  kUnsupported,
-};
-
-struct ArgKind {
-  Arg arg = Arg::kUnsupported;
-  size_t size = 0;
-};
-
-// Protocols 0-3. Protocol 4 and 5 opcodes (framing, MEMOIZE, STACK_GLOBAL, ...) are not read by
-// LibTorch's unpickler either, so they stay unsupported here.
-ArgKind argument_kind(uint8_t op) {
-  switch (op) {
-    case '(':
-    case '.':
-    case '0':
-    case '1':
-    case '2':
-    case 'N':
-    case 'Q':
-    case 'R':
-    case 'a':
-    case 'b':
-    case 'd':
-    case '}':
-    case 'e':
-    case 'l':
-    case ']':
-    case 'o':
-    case 's':
-    case 't':
-    case ')':
-    case 'u':
-    case 0x81:
-    case 0x85:
-    case 0x86:
-    case 0x87:
-    case 0x88:
-    case 0x89:
-      return {Arg::kNone, 0};
-    case 'K':
-    case 'h':
-    case 'q':
-    case 0x80:
-    case 0x82:  // BININT1 BINGET BINPUT PROTO EXT1
-      return {Arg::kFixed, 1};
-    case 'M':
-    case 0x83:  // BININT2 EXT2
-      return {Arg::kFixed, 2};
-    case 'J':
-    case 'j':
-    case 'r':
-    case 0x84:  // BININT LONG_BINGET LONG_BINPUT EXT4
-      return {Arg::kFixed, 4};
-    case 'G':  // BINFLOAT
-      return {Arg::kFixed, 8};
-    case 'U':
-    case 'C':
-    case 0x8a:  // SHORT_BINSTRING SHORT_BINBYTES LONG1
-      return {Arg::kCounted1, 0};
-    case 'X':
-    case 'T':
-    case 'B':
-    case 0x8b:  // BINUNICODE BINSTRING BINBYTES LONG4
-      return {Arg::kCounted4, 0};
-    case 'I':
-    case 'L':
-    case 'S':
-    case 'V':
-    case 'F':
-    case 'P':
-    case 'g':
-    case 'p':
-      return {Arg::kLine, 0};
-    case 'c':
-    case 'i':  // GLOBAL INST
-      return {Arg::kTwoLines, 0};
-    default:
-      return {Arg::kUnsupported, 0};
-  }
-}
-
-// One decoded instruction: bytes [begin, end) of the program, argument from arg_begin.
-struct Op {
-  uint8_t code = 0;
-  size_t begin = 0;
-  size_t arg_begin = 0;
-  size_t end = 0;
-};
-
-class OpReader {
- public:
-  OpReader(const std::vector<char>& bytes, const std::string& source)
-      : bytes_(bytes), source_(source) {}
-
-  std::vector<Op> read_all() {
-    std::vector<Op> ops;
-    size_t pos = 0;
-    while (pos < bytes_.size()) {
-      Op op;
-      op.begin = pos;
-      op.code = static_cast<uint8_t>(bytes_[pos]);
-      op.arg_begin = pos + 1;
-      op.end = skip_argument(op);
-      ops.push_back(op);
-      pos = op.end;
-      if (op.code == kStop) break;
-    }
-    if (ops.empty() || ops.back().code != kStop) fail("the pickle program ends without STOP");
-    return ops;
-  }
-
- private:
-  size_t skip_argument(const Op& op) const {
-    const ArgKind kind = argument_kind(op.code);
-    switch (kind.arg) {
-      case Arg::kNone:
-        return op.arg_begin;
-      case Arg::kFixed:
-        return checked_end(op.arg_begin, kind.size);
-      case Arg::kCounted1:
-        return checked_end(op.arg_begin + 1, little_endian(op.arg_begin, 1));
-      case Arg::kCounted4:
-        return checked_end(op.arg_begin + 4, little_endian(op.arg_begin, 4));
-      case Arg::kLine:
-        return line_end(op.arg_begin);
-      case Arg::kTwoLines:
-        return line_end(line_end(op.arg_begin));
-      case Arg::kUnsupported:
-        break;
-    }
-    fail(
-        fmt::format("pickle opcode 0x{:02x} at byte {} is not part of pickle protocol 2, the "
-                    "only one LibTorch reads; save with torch.save's default pickle_protocol=2",
-                    op.code, op.begin));
-  }
-
-  uint64_t little_endian(size_t pos, size_t n) const {
-    checked_end(pos, n);
-    uint64_t value = 0;
-    for (size_t i = 0; i < n; ++i) {
-      value |= static_cast<uint64_t>(static_cast<uint8_t>(bytes_[pos + i])) << (8 * i);
-    }
-    return value;
-  }
-
-  size_t checked_end(size_t pos, uint64_t n) const {
-    if (pos > bytes_.size() || n > bytes_.size() - pos) fail("the pickle program is truncated");
-    return pos + static_cast<size_t>(n);
-  }
-
-  size_t line_end(size_t pos) const {
-    const void* nl =
-        pos < bytes_.size() ? std::memchr(bytes_.data() + pos, '\n', bytes_.size() - pos) : nullptr;
-    if (nl == nullptr) fail("the pickle program is truncated");
-    return static_cast<size_t>(static_cast<const char*>(nl) - bytes_.data()) + 1;
-  }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(fmt::format("{}: cannot read the state_dict: {}", source_, what));
-  }
-
-  const std::vector<char>& bytes_;
-  const std::string& source_;
-};
+std::string_view view_of(const std::vector<char>& bytes) { return {bytes.data(), bytes.size()}; }
 
 std::optional<uint32_t> memo_index(const std::vector<char>& bytes, const Op& op) {
-  const auto byte = [&](size_t i) {
-    return static_cast<uint32_t>(static_cast<uint8_t>(bytes[op.arg_begin + i]));
-  };
-  if (op.code == kBinGet || op.code == kBinPut) return byte(0);
-  if (op.code == kLongBinGet || op.code == kLongBinPut) {
-    return byte(0) | (byte(1) << 8) | (byte(2) << 16) | (byte(3) << 24);
-  }
-  return std::nullopt;
+  return pickle::memo_index(view_of(bytes), op);
 }
 
-bool is_put(const Op& op) { return op.code == kBinPut || op.code == kLongBinPut; }
+using pickle::is_put;
+
+// The program's instructions (core/pickle_program.h), or an InputError naming the file.
+std::vector<Op> instructions_of(const std::vector<char>& bytes, const std::string& source) {
+  pickle::Program program = pickle::split_program(view_of(bytes));
+  if (!program.problem.empty()) {
+    throw InputError(fmt::format(
+        "{}: cannot read the state_dict: {}{}", source, program.problem,
+        program.unsupported_opcode ? "; save with torch.save's default pickle_protocol=2" : ""));
+  }
+  return std::move(program.ops);
+}
 
 bool is_ordered_dict_global(const std::vector<char>& bytes, const Op& op) {
   static const std::string kName = "collections\nOrderedDict\n";
@@ -345,13 +175,20 @@ class StackSimulator {
 
 std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
                                             const std::string& source_name) {
-  const std::vector<Op> ops = OpReader(pickle, source_name).read_all();
+  const std::vector<Op> ops = instructions_of(pickle, source_name);
   // The depth LibTorch's unpickler would build, bounded before it builds anything
-  // (models/pickle_nesting.h).
-  std::vector<PickleStep> steps;
+  // (core/pickle_nesting.h).
+  std::vector<pickle::PickleStep> steps;
   steps.reserve(ops.size());
   for (const Op& op : ops) steps.push_back({op.code, memo_index(pickle, op), op.begin});
-  pickle_nesting_depth(steps, source_name);
+  const std::string too_deep = pickle::pickle_nesting_problem(steps);
+  if (!too_deep.empty()) {
+    throw InputError(fmt::format(
+        "{}: cannot read the state_dict: {}; a state_dict nests 5 or 6 levels, so the file is "
+        "damaged or was made to crash readers. Save the weights again with "
+        "torch.save(model.state_dict(), path) or safetensors.torch.save_file",
+        source_name, too_deep));
+  }
   const std::vector<int> marks = StackSimulator(ops, source_name).marks_before();
   std::vector<char> out;
   out.reserve(pickle.size() + pickle.size() / 16);

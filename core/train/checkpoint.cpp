@@ -19,6 +19,7 @@
 #include "core/atomic_file.h"
 #include "core/config/sha256.h"
 #include "core/errors.h"
+#include "core/train/checkpoint_pickles.h"
 
 namespace batchlab::train {
 
@@ -132,9 +133,11 @@ std::string read_payload(const std::string& path) {
   return payload;
 }
 
-// The archive inside a framed file, or a CheckpointError naming it.
+// The archive inside a framed file, or a CheckpointError naming it. Its pickles are walked first
+// (core/train/checkpoint_pickles.h): LibTorch allocates what they declare before checking it.
 void open_archive(const std::string& path, torch::serialize::InputArchive& archive) {
   const std::string payload = read_payload(path);
+  check_checkpoint_pickles(payload, path);
   std::istringstream in(payload);
   reading(path, "unreadable checkpoint payload", [&] { archive.load_from(in); });
 }

@@ -5,7 +5,8 @@
 // printed, and converted) recursively, so a 400 KB data.pkl of 200,000 nested lists
 // (`] ] ] ... a a a`) would end batchlab with a stack overflow. A state_dict nests 5 or 6 levels
 // (the dict, a tensor's REDUCE, its argument tuple, the persistent id tuple, ...); batchlab refuses
-// more than 128, the bound it uses for JSON and TOML.
+// more than 128, the bound it uses for JSON and TOML. The same walk guards checkpoints (their
+// data.pkl nests about as deep).
 //
 // Objects are nodes, "holds" relations are edges: a container gets an edge to what APPEND(S) and
 // SETITEM(S) put in it, a built object (TUPLE*, LIST, DICT, REDUCE, NEWOBJ, BINPERSID) to its
@@ -21,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace batchlab::models {
+namespace batchlab::pickle {
 
 inline constexpr size_t kMaxPickleDepth = 128;
 
@@ -33,9 +34,10 @@ struct PickleStep {
   size_t offset = 0;
 };
 
-// The depth of the deepest object `steps` build (a leaf is 1). Throws InputError naming
-// `source_name` when it exceeds kMaxPickleDepth or an object holds itself; a program whose stack
-// runs short is left to the caller's own check (it returns what it measured so far).
-size_t pickle_nesting_depth(const std::vector<PickleStep>& steps, const std::string& source_name);
+// Why the objects `steps` build cannot be read: nesting deeper than kMaxPickleDepth (a leaf is 1),
+// or an object that holds itself; empty when neither. The callers (models/state_dict_pickle.h,
+// core/train/checkpoint_pickles.h) name the file and throw their own error. A program whose stack
+// runs short is left to the caller's own check (what was measured so far is judged).
+std::string pickle_nesting_problem(const std::vector<PickleStep>& steps);
 
-}  // namespace batchlab::models
+}  // namespace batchlab::pickle

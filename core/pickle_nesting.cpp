@@ -1,13 +1,11 @@
-#include "models/pickle_nesting.h"
+#include "core/pickle_nesting.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/errors.h"
-
-namespace batchlab::models {
+namespace batchlab::pickle {
 namespace {
 
 using Node = uint32_t;
@@ -15,7 +13,7 @@ constexpr Node kMark = UINT32_MAX;  // a MARK on the stack, not an object
 
 class ObjectGraph {
  public:
-  explicit ObjectGraph(const std::string& source) : source_(source) {}
+  ObjectGraph() = default;
 
   // Runs the program; false when its stack ran short (malformed: the caller reports it).
   bool run(const std::vector<PickleStep>& steps) {
@@ -25,13 +23,13 @@ class ObjectGraph {
     return true;
   }
 
-  // The longest chain of "holds" from any node, by an iterative depth-first walk (the graph can
-  // be as deep as the program is long, so no recursion here either).
-  size_t depth() const {
+  // Walks the longest chain of "holds" from every node, by an iterative depth-first walk (the
+  // graph can be as deep as the program is long, so no recursion here either); why it cannot be
+  // read, or empty.
+  std::string problem() const {
     enum : uint8_t { kNew, kOpen, kDone };
     std::vector<uint8_t> state(children_.size(), kNew);
     std::vector<size_t> height(children_.size(), 1);
-    size_t deepest = 0;
     for (Node root = 0; root < children_.size(); ++root) {
       if (state[root] != kNew) continue;
       std::vector<std::pair<Node, size_t>> path{{root, 0}};  // node, next child to visit
@@ -40,7 +38,7 @@ class ObjectGraph {
         auto& [node, next] = path.back();
         if (next < children_[node].size()) {
           const Node child = children_[node][next++];
-          if (state[child] == kOpen) refuse("an object holds itself (a cycle through the memo)");
+          if (state[child] == kOpen) return "an object holds itself (a cycle through the memo)";
           if (state[child] == kNew) {
             state[child] = kOpen;
             path.emplace_back(child, 0);
@@ -51,14 +49,13 @@ class ObjectGraph {
           height[node] = std::max(height[node], height[child] + 1);
         }
         if (height[node] > kMaxPickleDepth) {
-          refuse(fmt::format("its objects nest more than {} levels deep", kMaxPickleDepth));
+          return fmt::format("its objects nest more than {} levels deep", kMaxPickleDepth);
         }
-        deepest = std::max(deepest, height[node]);
         state[node] = kDone;
         path.pop_back();
       }
     }
-    return deepest;
+    return {};
   }
 
  private:
@@ -173,15 +170,6 @@ class ObjectGraph {
     return items;
   }
 
-  [[noreturn]] void refuse(const std::string& why) const {
-    throw InputError(fmt::format(
-        "{}: cannot read the state_dict: {}; a state_dict nests 5 or 6 levels, so the file is "
-        "damaged or was made to crash readers. Save the weights again with "
-        "torch.save(model.state_dict(), path) or safetensors.torch.save_file",
-        source_, why));
-  }
-
-  const std::string& source_;
   std::vector<Node> stack_;
   std::vector<std::vector<Node>> children_;
   std::unordered_map<uint32_t, Node> memo_;
@@ -189,10 +177,10 @@ class ObjectGraph {
 
 }  // namespace
 
-size_t pickle_nesting_depth(const std::vector<PickleStep>& steps, const std::string& source_name) {
-  ObjectGraph graph(source_name);
+std::string pickle_nesting_problem(const std::vector<PickleStep>& steps) {
+  ObjectGraph graph;
   graph.run(steps);
-  return graph.depth();
+  return graph.problem();
 }
 
-}  // namespace batchlab::models
+}  // namespace batchlab::pickle
