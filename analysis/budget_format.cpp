@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/budget_compare.h"
 #include "analysis/budget_report.h"
 #include "analysis/table_builder.h"
 
@@ -105,7 +106,9 @@ BudgetJson budget_slope_json(const std::optional<Slope>& s) {
           {"high", s->high},
           {"batches", s->batches},
           {"min_seeds", s->min_seeds},
-          {"is_95", s->min_seeds >= 3}};
+          {"is_95", s->min_seeds >= 3},
+          {"p", s->p},
+          {"holm_rejects", s->holm_rejects}};
 }
 
 BudgetJson budget_opt(const std::optional<double>& v) {
@@ -181,54 +184,84 @@ std::string format_budget_report(const BudgetReport& r, results::QueryFormat for
   return out;
 }
 
-std::string format_budget_comparison(const BudgetComparison& c, results::QueryFormat format) {
-  if (format == results::QueryFormat::kJson) {
-    BudgetJson out = {
-        {"a", c.a}, {"b", c.b}, {"batches", BudgetJson::array()}, {"verdicts", c.verdicts}};
-    auto diff = [](const std::optional<Difference>& d) -> BudgetJson {
-      if (!d) return nullptr;
-      return {{"estimate", d->estimate},
-              {"low", d->low},
-              {"high", d->high},
-              {"p", d->p},
-              {"min_seeds", d->min_seeds},
-              {"is_95", d->min_seeds >= 3},
-              {"holm_rejects", d->holm_rejects}};
-    };
-    for (const auto& b : c.batches) {
-      out["batches"].push_back({{"batch", b.batch},
-                                {"test_loss_difference", diff(b.test_loss)},
-                                {"test_acc_difference", diff(b.test_acc)}});
-    }
-    out["settings_differ"] = settings_differ_json(c.settings_known, c.settings);
-    out["trend_difference"] = budget_slope_json(c.trend_difference);
-    out["family"] = "Holm over the batches with both sides measured, family-wise 5%";
-    return out.dump(1) + "\n";
-  }
-  TableBuilder t;
-  auto text = [](const std::optional<Difference>& d) -> std::string {
-    if (!d) return "";
-    if (d->min_seeds < 3) {
-      return fmt::format("{:+.4f} ({} seeds on a side: no interval called 95%)", d->estimate,
-                         d->min_seeds);
-    }
-    return fmt::format("{:+.4f} (95% {:+.4f} to {:+.4f}, p {:.3g}){}", d->estimate, d->low, d->high,
-                       d->p, d->holm_rejects ? " *" : "");
+namespace {
+
+BudgetJson budget_comparison_json(const BudgetComparison& c) {
+  BudgetJson out = {
+      {"a", c.a}, {"b", c.b}, {"batches", BudgetJson::array()}, {"verdicts", c.verdicts}};
+  auto diff = [](const std::optional<Difference>& d) -> BudgetJson {
+    if (!d) return nullptr;
+    return {{"estimate", d->estimate},
+            {"low", d->low},
+            {"high", d->high},
+            {"p", d->p},
+            {"min_seeds", d->min_seeds},
+            {"is_95", d->min_seeds >= 3},
+            {"holm_rejects", d->holm_rejects}};
   };
+  const bool same = c.baseline.kind == BudgetBaseline::Kind::kSameBatch;
+  out["baseline"] = {{"kind", same                                             ? "same_batch"
+                              : c.baseline.kind == BudgetBaseline::Kind::kBest ? "best"
+                                                                               : "batch"},
+                     {"rule", same ? BudgetJson(nullptr) : BudgetJson(c.baseline_rule)}};
   for (const auto& b : c.batches) {
-    t.integer("batch", b.batch);
-    t.text(fmt::format("test loss {} - {}", c.a, c.b), text(b.test_loss));
-    t.text(fmt::format("test acc {} - {}", c.a, c.b), text(b.test_acc));
+    out["batches"].push_back({{"batch", b.batch},
+                              {"b_batch", b.b_batch},
+                              {"a_steps", b.a_steps},
+                              {"b_steps", b.b_steps},
+                              {"test_loss_difference", diff(b.test_loss)},
+                              {"test_acc_difference", diff(b.test_acc)}});
+  }
+  out["settings_differ"] = settings_differ_json(c.settings_known, c.settings);
+  out["trend_difference"] = budget_slope_json(c.trend_difference);
+  out["family"] = budget_family_text(c);
+  return out;
+}
+
+std::string budget_difference_text(const std::optional<Difference>& d) {
+  if (!d) return "";
+  if (d->min_seeds < 3) {
+    return fmt::format("{:+.4f} ({} seeds on a side: no interval called 95%)", d->estimate,
+                       d->min_seeds);
+  }
+  return fmt::format("{:+.4f} (95% {:+.4f} to {:+.4f}, p {:.3g}){}", d->estimate, d->low, d->high,
+                     d->p, d->holm_rejects ? " *" : "");
+}
+
+std::string budget_trend_line(const BudgetComparison& c) {
+  if (c.baseline.kind != BudgetBaseline::Kind::kSameBatch) {
+    return fmt::format("trend: none ({} is held at batch {}; a trend compares the same batches)\n",
+                       c.b, c.batches.empty() ? 0 : c.batches.front().b_batch);
+  }
+  const auto& t = c.trend_difference;
+  return fmt::format(
+      "trend of the final test loss, {} minus {}: {}{}\n", c.a, c.b,
+      t ? budget_slope_text(t) : "fewer than 2 batches",
+      t && t->min_seeds >= 3 ? fmt::format(" p {:.3g}{}", t->p, t->holm_rejects ? " *" : "") : "");
+}
+
+}  // namespace
+
+std::string format_budget_comparison(const BudgetComparison& c, results::QueryFormat format) {
+  if (format == results::QueryFormat::kJson) return budget_comparison_json(c).dump(1) + "\n";
+  const bool same = c.baseline.kind == BudgetBaseline::Kind::kSameBatch;
+  TableBuilder t;
+  for (const auto& b : c.batches) {
+    t.integer(same ? "batch" : fmt::format("{} batch", c.a), b.batch);
+    if (!same) t.integer(fmt::format("{} batch", c.b), b.b_batch);
+    t.text(fmt::format("steps {} / {}", c.a, c.b), fmt::format("{} / {}", b.a_steps, b.b_steps));
+    t.text(fmt::format("test loss {} - {}", c.a, c.b), budget_difference_text(b.test_loss));
+    t.text(fmt::format("test acc {} - {}", c.a, c.b), budget_difference_text(b.test_acc));
     t.end_row();
   }
   const std::string gap = format == results::QueryFormat::kMarkdown ? "\n" : "";
-  std::string out = fmt::format("{} against {} (a fixed budget per batch)\n", c.a, c.b) + gap;
+  std::string out =
+      same ? fmt::format("{} against {} (a fixed budget per batch)\n", c.a, c.b) + gap
+           : fmt::format("{} against {} at one batch of B: {}\n", c.a, c.b, c.baseline_rule) + gap;
   out += settings_differ_section(c.settings_known, c.settings, kSearchedPerBatch, format, gap);
   out += results::format_result(t.table, format);
-  out += fmt::format(
-      "trend of the final test loss, {} minus {}: {}\n", c.a, c.b,
-      c.trend_difference ? budget_slope_text(c.trend_difference) : "fewer than 2 batches");
-  out += "* Holm over the batches, family-wise 5%\nverdicts:\n";
+  out += budget_trend_line(c);
+  out += "* " + budget_family_text(c) + "\nverdicts:\n";
   if (c.verdicts.empty()) out += "- none: no interval excludes 0 at the stated level\n";
   for (const auto& v : c.verdicts) out += "- " + v + "\n";
   return out;

@@ -7,10 +7,7 @@
 //     their mean and interval over seeds, and the validation loss the point was chosen on;
 //   - per series: the budget spent in all (equal budgets are what makes a comparison fair) and
 //     the trend of the final test loss against log2(batch) with its interval over seeds;
-//   - compare: the settings in which two series differ (from the best runs' resolved configs),
-//     then the two batch by batch (Welch differences, Holm over the batches at a
-//     family-wise 5%) and their trends (the difference of the slopes): does one lose more than
-//     the other as the batch grows (the LAMB paper's claim about LARS)?
+// Comparing two of its series is analysis/budget_compare.h.
 #pragma once
 
 #include <cstdint>
@@ -82,26 +79,5 @@ bool has_budget_search(const std::string& db_path);
 // Throws results::StoreError for a database that cannot be read.
 BudgetReport build_budget_report(const std::string& db_path);
 std::string format_budget_report(const BudgetReport& report, results::QueryFormat format);
-
-struct BudgetBatchComparison {
-  int64_t batch = 0;
-  std::optional<Difference> test_loss, test_acc;  // a - b
-};
-
-struct BudgetComparison {
-  std::string a, b;
-  std::vector<BudgetBatchComparison> batches;
-  std::optional<Slope> trend_difference;  // slope(a) - slope(b) of the final test loss
-  // The settings in which the two lines differ (differing_settings of their series' settings);
-  // settings_known is false when a side has no resolved config.
-  bool settings_known = false;
-  std::vector<SettingDiff> settings;
-  std::vector<std::string> verdicts;
-};
-
-// Throws UsageError-free std::invalid_argument naming the series known when `a` or `b` is not one.
-BudgetComparison compare_budget_series(const BudgetReport& report, const std::string& a,
-                                       const std::string& b);
-std::string format_budget_comparison(const BudgetComparison& c, results::QueryFormat format);
 
 }  // namespace batchlab::analysis

@@ -70,6 +70,10 @@ size_t budget_fewest_seeds(const SeedsByBatch& data) {
 
 void budget_percentile_bounds(std::vector<double> draws, Slope& out) {
   std::sort(draws.begin(), draws.end());
+  const auto at_or_below = std::upper_bound(draws.begin(), draws.end(), 0.0) - draws.begin();
+  const auto at_or_above = draws.end() - std::lower_bound(draws.begin(), draws.end(), 0.0);
+  const double far = static_cast<double>(std::min(at_or_below, at_or_above));
+  out.p = std::min(1.0, 2.0 * (far + 1.0) / (static_cast<double>(draws.size()) + 1.0));
   const auto at = [&](double q) {
     const double pos = q * static_cast<double>(draws.size() - 1);
     const auto lo = static_cast<size_t>(std::floor(pos));
@@ -121,12 +125,12 @@ std::optional<Difference> welch_difference(const std::vector<double>& a,
   return d;
 }
 
-void holm(std::vector<Difference*> family, double alpha) {
+void holm(std::vector<FamilyTest*> family, double alpha) {
   family.erase(std::remove_if(family.begin(), family.end(),
-                              [](const Difference* d) { return d->min_seeds < 3; }),
+                              [](const FamilyTest* d) { return d->min_seeds < 3; }),
                family.end());
   std::sort(family.begin(), family.end(),
-            [](const Difference* x, const Difference* y) { return x->p < y->p; });
+            [](const FamilyTest* x, const FamilyTest* y) { return x->p < y->p; });
   const double m = static_cast<double>(family.size());
   for (size_t i = 0; i < family.size(); ++i) {
     if (family[i]->p > alpha / (m - static_cast<double>(i))) break;

@@ -12,7 +12,9 @@
 //                       of the seeds within each batch (the same seeds at every batch are kept
 //                       together by batch, as the fit's bootstrap does); a difference of two
 //                       series' slopes resamples both. Every resample is kept (a slope always
-//                       exists from two batches or more).
+//                       exists from two batches or more). Its two-sided p is twice the share of
+//                       resamples on the far side of 0 ((k + 1) / (R + 1), never 0), so a trend
+//                       joins the same Holm family as the batches' differences.
 #pragma once
 
 #include <cstdint>
@@ -31,28 +33,33 @@ struct SeedInterval {
 };
 std::optional<SeedInterval> seed_interval(const std::vector<double>& values);
 
-struct Difference {
+// One test of a comparison's family: its two-sided p-value, the fewest seeds behind it (a test
+// from fewer than 3 never joins a family: its interval is not called 95%) and Holm's decision.
+struct FamilyTest {
+  double p = 1.0;
+  size_t min_seeds = 0;
+  bool holm_rejects = false;  // at the family-wise level, set by holm()
+};
+
+struct Difference : FamilyTest {
   double estimate = 0.0;         // mean(a) - mean(b)
   double low = 0.0, high = 0.0;  // Welch 95% interval (unadjusted)
-  double p = 1.0;                // two-sided
-  bool holm_rejects = false;     // at the family-wise level, set by holm()
-  size_t min_seeds = 0;          // the fewer of the two sides' seeds: called 95% only from 3
 };
 // nullopt unless both sides have 2 seeds or more.
 std::optional<Difference> welch_difference(const std::vector<double>& a,
                                            const std::vector<double>& b);
 
 // Holm's step-down over a family: sorts the p-values, rejects while p_(i) <= alpha / (m - i + 1).
-// A difference from fewer than 3 seeds a side is left out of the family and never rejects.
-void holm(std::vector<Difference*> family, double alpha);
+// A test from fewer than 3 seeds a side is left out of the family and never rejects.
+void holm(std::vector<FamilyTest*> family, double alpha);
 
 using SeedsByBatch = std::map<int64_t, std::vector<double>>;  // batch -> the seeds' values
 
-struct Slope {
+// min_seeds: the fewest seeds at a batch (the interval is 95% only from 3); p: the bootstrap's.
+struct Slope : FamilyTest {
   double per_doubling = 0.0;  // d metric / d log2(batch), on the batches' means
   double low = 0.0, high = 0.0;
   size_t batches = 0;
-  size_t min_seeds = 0;  // the fewest seeds at a batch: the interval is 95% only from 3
 };
 // nullopt with fewer than 2 batches. `seed` fixes the resampling (reports are reproducible).
 std::optional<Slope> bootstrap_slope(const SeedsByBatch& data, uint64_t seed = 2020);

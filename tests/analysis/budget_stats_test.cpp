@@ -71,7 +71,7 @@ TEST(BudgetStats, ComparisonsWithNoTrueDifferenceRarelyPrintAVerdict) {
       }
       ds.push_back(*welch_difference(a, b));
     }
-    std::vector<Difference*> family;
+    std::vector<FamilyTest*> family;
     bool any_raw = false;
     for (auto& d : ds) {
       family.push_back(&d);
@@ -111,6 +111,10 @@ TEST(BudgetStats, TheTrendIsTheSlopePerDoublingWithAnIntervalOverSeeds) {
   ASSERT_TRUE(d);
   EXPECT_NEAR(d->per_doubling, 0.1, 1e-12);
   EXPECT_GT(d->low, 0.0);
+  // Every resample on one side of 0: the bootstrap p is its floor, 2 / 4001, never 0.
+  EXPECT_NEAR(d->p, 2.0 / 4001.0, 1e-12);
+  // Against itself the difference resamples around 0: no evidence either way.
+  EXPECT_GT(bootstrap_slope_difference(flat, flat)->p, 0.3);
   // One batch: no trend.
   EXPECT_FALSE(bootstrap_slope({{16, {1.0, 2.0}}}));
 }
