@@ -25,7 +25,7 @@ TEST(ServeCliHardening, ASecondServeOnAPortAServerHoldsExitsTwoNamingIt) {
   DashboardDb db(testing::fixture_db());
   testing::RunningServer first(db);
   const std::string port = std::to_string(first.port());
-  const auto r = testing::run_serve(other.string(), "--port " + port, 5);
+  const auto r = testing::run_serve(other.string(), "--port " + port);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("address already in use"), std::string::npos) << r.output;
@@ -33,14 +33,14 @@ TEST(ServeCliHardening, ASecondServeOnAPortAServerHoldsExitsTwoNamingIt) {
 }
 
 TEST(ServeCliHardening, AnEmptyHostIsRefusedClearly) {
-  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host ''", 5);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host ''");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--host '': empty"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
 }
 
 TEST(ServeCliHardening, ABracketedIpv6LoopbackServesThere) {
-  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host '[::1]'", 2);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host '[::1]'");
   if (r.output.find("Cannot assign requested address") != std::string::npos ||
       r.output.find("not an address of this machine") != std::string::npos) {
     GTEST_SKIP() << "no IPv6 loopback here: " << r.output;
@@ -48,7 +48,7 @@ TEST(ServeCliHardening, ABracketedIpv6LoopbackServesThere) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("http://[::1]:"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
-  const auto bad = testing::run_serve(testing::fixture_db(), "--port 0 --host '[nonsense]'", 5);
+  const auto bad = testing::run_serve(testing::fixture_db(), "--port 0 --host '[nonsense]'");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("not an IPv6 address"), std::string::npos) << bad.output;
 }

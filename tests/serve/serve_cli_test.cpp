@@ -105,7 +105,7 @@ TEST(ServeCli, TheMigrateCommandTheMessageNamesMakesAnOlderDatabaseServable) {
   const int latest = results::latest_schema_version();
   EXPECT_NE(migrated.output.find(fmt::format("schema version 2 -> {}", latest)), std::string::npos)
       << migrated.output;
-  const auto r = testing::run_serve(older, "--port 0", 2);
+  const auto r = testing::run_serve(older);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(fmt::format("schema v{}", latest)), std::string::npos) << r.output;
 
@@ -152,14 +152,14 @@ TEST(ServeCli, ATakenPortIsAnErrorWithTheFix) {
 }
 
 TEST(ServeCli, StartsOnLoopbackAndStopsCleanlyOnSigterm) {
-  const auto r = testing::run_serve(testing::fixture_db(), "--port 0", 2);
+  const auto r = testing::run_serve(testing::fixture_db());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("http://127.0.0.1:"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
 }
 
 TEST(ServeCli, AnotherAddressOnlyWhenAskedAndWithAWarning) {
-  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host 0.0.0.0", 2);
+  const auto r = testing::run_serve(testing::fixture_db(), "--port 0 --host 0.0.0.0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: listening on 0.0.0.0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("http://0.0.0.0:"), std::string::npos) << r.output;

@@ -17,14 +17,22 @@ namespace batchlab::serve::testing {
 
 inline std::string fixture_db() { return test_paths::serve_fixture_db(); }
 
-// `batchlab serve --db DB EXTRA` for at most `seconds`, then SIGTERM (timeout --preserve-status:
-// the exit code is batchlab's own, 0 for a server that started and stopped cleanly).
+// `batchlab serve --db DB EXTRA` until it has printed its address (then SIGTERM) or exited on its
+// own, for at most `seconds`. The exit code is batchlab's: 0 for a server that started and stopped
+// cleanly, 2 or 1 for one that refused. Waiting for the address rather than a fixed time keeps a
+// machine under load (which can take seconds to load LibTorch) from stopping the server before it
+// started.
 inline cli::testing::CommandResult run_serve(const std::string& db,
                                              const std::string& extra = "--port 0",
-                                             int seconds = 20) {
-  return cli::testing::run_shell("timeout --preserve-status " + std::to_string(seconds) + " " +
-                                 cli::testing::shell_quote(test_paths::binary()) + " serve --db " +
-                                 cli::testing::shell_quote(db) + " " + extra + " 2>&1");
+                                             int seconds = 60) {
+  const std::string polls = std::to_string(seconds * 10);
+  return cli::testing::run_shell(
+      "log=$(mktemp); " + cli::testing::shell_quote(test_paths::binary()) + " serve --db " +
+      cli::testing::shell_quote(db) + " " + extra +
+      " >\"$log\" 2>&1 & pid=$!; i=0; while [ $i -lt " + polls +
+      " ] && kill -0 $pid 2>/dev/null && ! grep -q 'http://' \"$log\"; do sleep 0.1; "
+      "i=$((i+1)); done; kill -TERM $pid 2>/dev/null; wait $pid; rc=$?; cat \"$log\"; "
+      "rm -f \"$log\"; exit $rc");
 }
 
 // The cells of a one-column query, as text ("" for NULL).
