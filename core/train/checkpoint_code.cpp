@@ -14,6 +14,7 @@ class CodeScan {
       if (at_line_start_ && depth_ == 0) {
         const std::string why = indentation();
         if (!why.empty()) return why;
+        continue;  // the source may end in the indentation
       }
       const char c = s_[pos_];
       if (c == '#') {

@@ -20,6 +20,7 @@
 #include "core/config/sha256.h"
 #include "core/errors.h"
 #include "core/train/checkpoint.h"
+#include "core/train/checkpoint_code.h"
 #include "tests/temp_dir.h"
 
 namespace batchlab::train {
@@ -197,6 +198,15 @@ TEST(CheckpointPickles, DeeplyNestedCodeIsRefused) {
             std::string::npos);
   EXPECT_EQ(refused("'" + std::string(1'000, '[') + "'").find("cannot be read safely"),
             std::string::npos);
+}
+
+// Found by fuzz_checkpoint (under AddressSanitizer: a read one byte past the record): a code
+// record that ends in the indentation of its last line. The input is in
+// fuzz/corpus/checkpoint/crash-code-record-ending-in-indentation.records.
+TEST(CheckpointPickles, CodeEndingInIndentationIsScannedToItsEndOnly) {
+  EXPECT_EQ(checkpoint_code_problem("x: str\n "), "");
+  EXPECT_EQ(checkpoint_code_problem("  "), "");
+  EXPECT_NE(checkpoint_code_problem(std::string(600, ' ')), "");
 }
 
 TEST(CheckpointPickles, FilesBatchlabWroteAreRead) {
