@@ -30,19 +30,19 @@ void SqliteReporter::run_started(const train::RunGeometry& g) {
   row.run_id = identity_.run_id;
   // `planned` on an existing run updates the given columns without starting another attempt.
   row.status = std::string(results::run_status::kPlanned);
-  row.global_batch = g.global_batch;
-  row.micro_batch = g.micro_batch;
-  row.accum_steps = g.accum_steps;
-  row.world_size = g.world_size;
+  row.global_batch = g.batch.global;
+  row.micro_batch = g.batch.micro;
+  row.accum_steps = g.batch.accum;
+  row.world_size = g.batch.world;
   row.bn_group = g.bn_group;
   row.peak_lr = g.peak_lr;
   row.warmup_steps = g.warmup_steps;
   row.threads = g.threads;
   row.device = g.device;
   row.train_size = g.train_size;
-  row.steps_per_epoch = g.steps_per_epoch;
+  row.steps_per_epoch = g.batch.steps_per_epoch;
   row.total_steps = g.total_steps;
-  row.samples_dropped_per_epoch = g.samples_dropped_per_epoch;
+  row.samples_dropped_per_epoch = g.batch.dropped_per_epoch;
   row.chance_acc = g.chance_acc;
   writer_->with_store([&](results::Store& store) { store.upsert_run(row); });
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/config/batch_geometry.h"
+
 namespace batchlab::results {
 
 namespace {
@@ -55,8 +57,7 @@ std::optional<int64_t> study_max_cap_steps(std::optional<int64_t> max_steps,
                                            std::optional<int64_t> max_samples, int64_t batch) {
   if (max_steps) return *max_steps;
   if (!max_samples || batch <= 0) return std::nullopt;
-  // ceil(samples / batch), written so that no intermediate can overflow.
-  return *max_samples / batch + (*max_samples % batch != 0 ? 1 : 0);
+  return config::steps_to_see(*max_samples, batch);
 }
 
 const char* ladder_stop_name(LadderStop stop) {

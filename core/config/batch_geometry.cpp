@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/config/preconditions.h"
 #include "core/errors.h"
 
@@ -30,6 +32,10 @@ int64_t micro_batch_for_accumulation(int64_t global, int64_t accum, int64_t worl
 int64_t steps_per_epoch(int64_t train_size, int64_t global) {
   return global > 0 && train_size > 0 ? train_size / global : 0;
 }
+
+int64_t examples_per_device(const BatchGeometry& g) { return g.micro * g.accum; }
+
+int64_t batch_multiple(int64_t micro, int64_t world) { return world * std::max<int64_t>(micro, 1); }
 
 BatchGeometry make_batch_geometry(int64_t global, int64_t micro, int64_t world,
                                   int64_t train_size) {

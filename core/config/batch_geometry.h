@@ -40,8 +40,26 @@ std::optional<int64_t> accumulation(int64_t global, int64_t micro, int64_t world
 // an input is not positive). The inverse of accumulation() for the same geometry.
 int64_t micro_batch_for_accumulation(int64_t global, int64_t accum, int64_t world);
 
-// Full global batches per epoch of `train_size` examples (0 when the batch is larger).
+// Full global batches per epoch of `train_size` examples (0 when the batch is larger): also the
+// full batches left in an epoch that `train_size` examples remain of.
 int64_t steps_per_epoch(int64_t train_size, int64_t global);
+
+// Updates of `global` examples each it takes to see at least `examples`: ceil(examples / global)
+// (0 for no examples; the last update may run past them). A batch phase's length to its next
+// point, a sample budget's steps, a study's cap from max_samples. Inline, so that
+// results/batch_ladder.cpp (which DESIGN.md keeps from linking core/config) takes it from here.
+inline int64_t steps_to_see(int64_t examples, int64_t global) {
+  if (examples <= 0 || global <= 0) return 0;
+  // ceil(examples / global), written so that no intermediate can overflow.
+  return examples / global + (examples % global != 0 ? 1 : 0);
+}
+
+// The examples each device takes per update, micro x accumulation (global / world).
+int64_t examples_per_device(const BatchGeometry& g);
+
+// What every global batch must be a multiple of for whole micro-batches on every device: world x
+// micro, or world when micro is 0 (each device then takes global / world in one micro-batch).
+int64_t batch_multiple(int64_t micro, int64_t world);
 
 // The whole geometry. Throws InputError when the training set is smaller than one global batch,
 // and a ConfigError (an internal check: validation reports it first) when the batch does not

@@ -5,11 +5,6 @@
 #include "core/config/preconditions.h"
 
 namespace batchlab::config {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
-
-}  // namespace
 
 BatchPhases::BatchPhases(const std::vector<BatchPoint>& points, int64_t micro, int64_t world,
                          int64_t train_size)
@@ -22,7 +17,8 @@ BatchPhases::BatchPhases(const std::vector<BatchPoint>& points, int64_t micro, i
     p.geometry = make_batch_geometry(point.global, micro, world, train_size);
     if (!phases_.empty()) {
       const BatchPhase& prev = phases_.back();
-      const int64_t steps = ceil_div(point.examples - prev.start_examples, prev.geometry.global);
+      const int64_t steps =
+          steps_to_see(point.examples - prev.start_examples, prev.geometry.global);
       p.start_step = prev.start_step + steps;
       p.start_examples = prev.start_examples + steps * prev.geometry.global;
       // The new phase reads on from where the previous phase's last batch ended.
@@ -60,14 +56,14 @@ int64_t BatchPhases::steps_to_reach(int64_t examples) const {
     if (phases_[i].start_examples < examples) k = i;
   }
   const BatchPhase& p = phases_[k];
-  return p.start_step + ceil_div(examples - p.start_examples, p.geometry.global);
+  return p.start_step + steps_to_see(examples - p.start_examples, p.geometry.global);
 }
 
 DataPosition BatchPhases::position_in(const BatchPhase& p, int64_t step) const {
   const int64_t global = p.geometry.global;
   const int64_t i = step - p.start_step;
   // Updates left in the epoch the phase starts in, then whole epochs of steps_per_epoch each.
-  const int64_t left = (train_size_ - p.start_offset) / global;
+  const int64_t left = steps_per_epoch(train_size_ - p.start_offset, global);
   if (i < left) return {p.start_epoch, p.start_offset + i * global};
   const int64_t later = i - left;
   const int64_t per_epoch = p.geometry.steps_per_epoch;

@@ -44,7 +44,7 @@ std::vector<BatchPoint> ramp_points(const BatchConfig& b) {
 // batch-norm group: every phase must split into whole micro-batches on every device.
 void check_point_geometry(const std::string& key, const BatchPoint& p, const BatchConfig& batch,
                           int64_t world, std::vector<Diagnostic>& out) {
-  const int64_t unit = world * std::max<int64_t>(batch.micro, 1);
+  const int64_t unit = batch_multiple(batch.micro, world);
   if (batch.micro > p.global) {
     out.push_back(problem(key, point_text(p),
                           fmt::format("batch {} is smaller than batch.micro ({}): every phase "

@@ -22,8 +22,8 @@ void ConsoleReporter::run_started(const RunGeometry& g) {
   fmt::print(out_,
              "batch {} = world {} x micro {} x accumulation {} | {} examples, {} steps/epoch, {} "
              "dropped/epoch | peak lr {:.4g}, warmup {} steps | {} | {} threads\n",
-             g.global_batch, g.world_size, g.micro_batch, g.accum_steps, g.train_size,
-             g.steps_per_epoch, g.samples_dropped_per_epoch, g.peak_lr, g.warmup_steps,
+             g.batch.global, g.batch.world, g.batch.micro, g.batch.accum, g.train_size,
+             g.batch.steps_per_epoch, g.batch.dropped_per_epoch, g.peak_lr, g.warmup_steps,
              g.budgeted ? std::string("budgeted") : fmt::format("{} steps", g.total_steps),
              g.threads);
   std::fflush(out_);

@@ -11,20 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "core/config/batch_geometry.h"
+
 namespace batchlab::train {
 
 // Values the trainer derives from the configuration and the data (recorded next to the run).
 struct RunGeometry {
-  int64_t global_batch = 0;
-  int64_t micro_batch = 0;
-  int64_t accum_steps = 0;
-  int64_t world_size = 1;
+  // Global batch, micro-batch, accumulation, world size, steps per epoch and the examples an epoch
+  // drops, as config::make_batch_geometry works them out (the final phase's under a batch
+  // schedule).
+  config::BatchGeometry batch;
   int64_t bn_group = 0;
   int64_t train_size = 0;
-  int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;  // 0 when the run length is a wall-clock budget (or schedule.steps = 0)
   bool budgeted = false;    // the run length is a wall-clock budget
-  int64_t samples_dropped_per_epoch = 0;
   int64_t warmup_steps = 0;
   double peak_lr = 0.0;
   int64_t threads = 1;

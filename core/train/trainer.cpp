@@ -68,16 +68,11 @@ Trainer::Trainer(const TrainerConfig& config, TrainerOptions options, Task& task
     noise_ = std::make_unique<NoiseScaleEstimator>(options_.noise_ema);
   }
 
-  geometry_.global_batch = batch_.global;
-  geometry_.micro_batch = batch_.micro;
-  geometry_.accum_steps = batch_.accum;
-  geometry_.world_size = batch_.world;
+  geometry_.batch = batch_;
   geometry_.bn_group = config.batch.bn_group;
   geometry_.train_size = train_size;
-  geometry_.steps_per_epoch = batch_.steps_per_epoch;
   geometry_.total_steps = schedule_->total_steps();
   geometry_.budgeted = schedule_->budgeted();
-  geometry_.samples_dropped_per_epoch = batch_.dropped_per_epoch;
   geometry_.chance_acc = task_.chance_accuracy();
   geometry_.warmup_steps = schedule_->warmup_steps();
   geometry_.peak_lr = peak;
@@ -304,8 +299,9 @@ void Trainer::measure_after_update(int64_t step, const StepAgreement& agreed,
   const BatchGeometry& batch = phases_->geometry(step);
   // Data parallel: b_small = one rank's share of the batch, b_big = the whole global batch.
   const auto e =
-      dp_ ? noise_->update({agreed.local_sq_norm}, batch.micro * batch.accum, big, batch.global)
-          : noise_->update(grads.micro_sq, batch.micro, big, batch.micro * batch.accum);
+      dp_ ? noise_->update({agreed.local_sq_norm}, config::examples_per_device(batch), big,
+                           batch.global)
+          : noise_->update(grads.micro_sq, batch.micro, big, config::examples_per_device(batch));
   if (step % train_.log_every == 0) {
     reporter_.noise_scale({step, e.b_small, e.b_big, e.g2, e.trace_sigma, e.b_simple});
   }

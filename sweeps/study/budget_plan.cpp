@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/config/batch_geometry.h"
 #include "core/config/canonical.h"
 #include "core/config/exclusive_keys.h"
 #include "core/config/loader.h"
@@ -183,7 +184,7 @@ void check_equal_budgets_per_line(const SweepSpec& spec, const std::vector<Budge
 // (0 when only loading the data can tell it).
 int64_t budget_steps_of(const BudgetSearchSpec& search, const Job& job) {
   if (search.budget_samples) {
-    return (*search.budget_samples + job.global_batch - 1) / job.global_batch;
+    return config::steps_to_see(*search.budget_samples, job.global_batch);
   }
   return job.derived.total_steps.value_or(0);
 }

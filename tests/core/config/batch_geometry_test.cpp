@@ -59,6 +59,26 @@ TEST(BatchGeometryRule, AnEpochHoldsTheFullBatchesAndDropsTheRest) {
   EXPECT_EQ(g.dropped_per_epoch, 1000 - 7 * 128);
 }
 
+TEST(BatchGeometryRule, TheStepsToSeeSomeExamplesRoundUpToAWholeUpdate) {
+  EXPECT_EQ(steps_to_see(300000, 4096), 74);
+  EXPECT_EQ(steps_to_see(300000, 2048), 147);
+  EXPECT_EQ(steps_to_see(4096, 4096), 1);
+  EXPECT_EQ(steps_to_see(4097, 4096), 2);
+  EXPECT_EQ(steps_to_see(0, 64), 0);
+  EXPECT_EQ(steps_to_see(-5, 64), 0);
+  EXPECT_EQ(steps_to_see(100, 0), 0);
+  const int64_t most = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(steps_to_see(most, 2), most / 2 + 1) << "no intermediate overflows";
+}
+
+TEST(BatchGeometryRule, EachDeviceTakesMicroTimesAccumulationExamplesPerUpdate) {
+  EXPECT_EQ(examples_per_device(make_batch_geometry(128, 32, 2, 1000)), 64);
+  EXPECT_EQ(examples_per_device(make_batch_geometry(128, 0, 2, 1000)), 64);
+  EXPECT_EQ(examples_per_device(make_batch_geometry(128, 16, 1, 1000)), 128);
+  EXPECT_EQ(batch_multiple(32, 2), 64);
+  EXPECT_EQ(batch_multiple(0, 4), 4) << "micro 0: one micro-batch of global / world per device";
+}
+
 TEST(BatchGeometryRule, ABatchLargerThanTheDataOrNotDividingIsRefused) {
   EXPECT_THROW(make_batch_geometry(2048, 0, 1, 1000), InputError);
   EXPECT_ANY_THROW(make_batch_geometry(100, 32, 1, 1000));

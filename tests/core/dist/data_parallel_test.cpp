@@ -149,9 +149,9 @@ void expect_same_training(const Trained& one, const Trained& two, const std::str
                 1e-5 * one.records.steps[s].grad_norm)
         << what << " step " << s;
   }
-  EXPECT_EQ(two.records.geometry.world_size, 2);
-  EXPECT_EQ(two.records.geometry.global_batch, one.records.geometry.global_batch);
-  EXPECT_EQ(two.records.geometry.accum_steps, one.records.geometry.accum_steps);
+  EXPECT_EQ(two.records.geometry.batch.world, 2);
+  EXPECT_EQ(two.records.geometry.batch.global, one.records.geometry.batch.global);
+  EXPECT_EQ(two.records.geometry.batch.accum, one.records.geometry.batch.accum);
 }
 
 TEST(DataParallel, TwoGlooRanksMatchOneProcessWithTwiceTheMicroBatch) {
@@ -160,7 +160,7 @@ TEST(DataParallel, TwoGlooRanksMatchOneProcessWithTwiceTheMicroBatch) {
     // 1 process: micro 32 x accumulation 2; 2 ranks: micro 16 x accumulation 2.
     auto one = single_process(optimizer, 32, make);
     auto two = two_ranks(optimizer, 16, make, 25.0);
-    EXPECT_EQ(one.records.geometry.accum_steps, 2);
+    EXPECT_EQ(one.records.geometry.batch.accum, 2);
     expect_same_training(one, two, optimizer);
     // Sharded evaluation over both ranks gives the metrics of the whole sets.
     ASSERT_EQ(one.records.evals.size(), 1u);
@@ -188,7 +188,7 @@ TEST(DataParallel, GhostBatchNormRanksMatchOneProcess) {
     auto make = [] { return std::make_unique<GhostTask>(8); };
     auto one = single_process(optimizer, 16, make);
     auto two = two_ranks(optimizer, 8, make, 25.0);
-    EXPECT_EQ(one.records.geometry.accum_steps, 4);
+    EXPECT_EQ(one.records.geometry.batch.accum, 4);
     expect_same_training(one, two, "ghost bn " + optimizer);
   }
 }

@@ -64,8 +64,8 @@ TEST(Accumulation, TrainerWeightsAfterStepsMatchSingleBatch) {
     RecordingReporter ra, rb;
     Trainer ta(config_for(64, 64, optimizer), {}, a, ra);
     Trainer tb(config_for(64, 8, optimizer), {}, b, rb);
-    EXPECT_EQ(ta.geometry().accum_steps, 1);
-    EXPECT_EQ(tb.geometry().accum_steps, 8);
+    EXPECT_EQ(ta.geometry().batch.accum, 1);
+    EXPECT_EQ(tb.geometry().batch.accum, 8);
     ta.run();
     tb.run();
     auto pa = a.named_parameters(), pb = b.named_parameters(), p0 = init.named_parameters();

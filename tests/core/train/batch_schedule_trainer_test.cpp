@@ -83,7 +83,7 @@ TEST(BatchScheduleTrainer, RateBeta2AndWeightDecayFollowEachPhasesBatch) {
   ASSERT_EQ(applied.size(), 20u);
   EXPECT_EQ(rec.outcome.last_step, 20);
   EXPECT_EQ(rec.geometry.total_steps, 20);
-  EXPECT_EQ(rec.geometry.global_batch, 64);  // the batch the run ends at
+  EXPECT_EQ(rec.geometry.batch.global, 64);  // the batch the run ends at
   for (int64_t step = 0; step < 20; ++step) {
     const int64_t batch = step < 6 ? 16 : step < 13 ? 32 : 64;
     const Applied& a = applied[static_cast<size_t>(step)];

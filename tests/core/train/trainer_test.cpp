@@ -30,7 +30,7 @@ TEST(Trainer, RecordsStepsEvalsAndTheGap) {
   auto outcome = trainer.run();
   EXPECT_EQ(outcome.status, RunStatus::done);
   EXPECT_EQ(outcome.last_step, 32);
-  EXPECT_EQ(rec.geometry.steps_per_epoch, 8);
+  EXPECT_EQ(rec.geometry.batch.steps_per_epoch, 8);
   EXPECT_EQ(rec.geometry.total_steps, 32);
   ASSERT_EQ(rec.steps.size(), 32u);
   EXPECT_EQ(rec.steps.front().step, 0);
