@@ -39,7 +39,7 @@ std::optional<double> selection_value(const RunRecord& r, const std::string& sel
 }
 
 // When the done runs first reached one target.
-TargetResult summarize_target(const std::vector<const RunRecord*>& done, const TargetKey& t) {
+TargetResult summarize_target(const std::vector<const RunRecord*>& done, const config::Target& t) {
   TargetResult tr;
   tr.finished = static_cast<int>(done.size());
   std::vector<double> steps, epochs, samples, secs, gaps;
@@ -64,7 +64,7 @@ TargetResult summarize_target(const std::vector<const RunRecord*>& done, const T
 
 // Fills the metric columns from the done runs of the selected learning rate.
 void summarize(const std::vector<const RunRecord*>& selected, const ReportOptions& options,
-               const std::vector<TargetKey>& targets, ReportRow& row) {
+               const std::vector<config::Target>& targets, ReportRow& row) {
   const bool higher_better = options.metric == "test_acc";
   std::vector<double> final_v, best_v, gap_acc, gap_loss, peak, chosen_on, train_s;
   std::vector<const RunRecord*> done;
@@ -94,7 +94,7 @@ void summarize(const std::vector<const RunRecord*>& selected, const ReportOption
   row.selection_metric = Stat::of(chosen_on);
   row.train_s = Stat::of(train_s);
   if (!peak.empty()) row.peak_lr = Stat::of(peak).mean;
-  for (const TargetKey& t : targets) row.targets.push_back(summarize_target(done, t));
+  for (const config::Target& t : targets) row.targets.push_back(summarize_target(done, t));
 }
 
 std::string describe(const std::vector<std::string>& names, const std::vector<std::string>& key) {
@@ -112,8 +112,8 @@ void check_options(const ReportOptions& options) {
 }
 
 // Every target found in the runs' milestones or declared in their configs.
-std::vector<TargetKey> collect_targets(const std::vector<RunRecord>& records) {
-  std::set<TargetKey> targets;
+std::vector<config::Target> collect_targets(const std::vector<RunRecord>& records) {
+  std::set<config::Target> targets;
   for (const auto& r : records) {
     for (const auto& m : r.milestones) targets.insert({m.metric, m.target});
     targets.insert(r.declared_targets.begin(), r.declared_targets.end());

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/config/target.h"
 #include "results/query_result.h"
-#include "results/target.h"
 
 namespace batchlab::analysis {
 
@@ -54,9 +54,6 @@ struct Stat {
   std::optional<double> stddev;
   static Stat of(const std::vector<double>& values);
 };
-
-// A run's target as its config declares it or its milestones record it: the one target type.
-using TargetKey = results::Target;
 
 // Runs of the group's selected LR that reached one target, and when (means over those runs).
 struct TargetResult {
@@ -92,7 +89,8 @@ struct Report {
   std::vector<std::string> group_by;
   std::string metric;
   std::string select_by;
-  std::vector<TargetKey> targets;  // every (metric, value) found in the selected runs' milestones
+  // Every (metric, value) found in the selected runs' milestones.
+  std::vector<config::Target> targets;
   // Group-by keys and descriptive run columns with one value across every selected run: shown once
   // above the table instead of as columns.
   std::vector<std::pair<std::string, std::string>> constants;

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "results/target.h"
+#include "core/config/target.h"
 
 namespace batchlab::analysis {
 
@@ -43,7 +43,7 @@ struct RunRecord {
   std::optional<double> final_val_acc, final_val_loss;
   std::vector<MilestoneRecord> milestones;
   // Targets declared in the run's config (train.target), reached or not.
-  std::vector<results::Target> declared_targets;
+  std::vector<config::Target> declared_targets;
 };
 
 // Which runs to read.

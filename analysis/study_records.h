@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config/target.h"
 #include "results/batch_ladder.h"
-#include "results/target.h"
 
 namespace batchlab::analysis {
 
@@ -24,7 +24,7 @@ struct StudyCellRecord {
   int64_t global_batch = 0;
   int64_t seed = 0;
   std::string cell_toml;  // the non-LR axis values that define the cell
-  results::Target target;
+  config::Target target;
   double lr_center = 0.0, lr_factor = 0.0;
   int64_t cap_steps = 0, warmup_steps = 0;
   std::string status;  // searching | reached | censored

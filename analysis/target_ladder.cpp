@@ -77,10 +77,10 @@ std::optional<double> crossing_step(const std::vector<std::pair<double, double>>
 }
 
 std::vector<TargetRung> target_ladder(const StudyRecords& records, const TrialCurves& curves) {
-  std::set<results::Target> targets;
+  std::set<config::Target> targets;
   for (const auto& c : records.cells) targets.insert(c.target);
   if (targets.size() != 1 || curves.empty()) return {};
-  const results::Target& final_target = *targets.begin();
+  const config::Target& final_target = *targets.begin();
   const bool lower = final_target.lower_is_better();
   std::vector<TargetRung> out;
   for (double shift : kTargetLadder) {

@@ -55,7 +55,7 @@ void order_as_planned(const sweeps::Plan& plan, analysis::Report& report) {
 // The plan's target (the first job's train.target) among the report's targets.
 std::optional<size_t> plan_target(const sweeps::Plan& plan, const analysis::Report& report) {
   if (plan.jobs.empty() || !plan.jobs.front().target) return std::nullopt;
-  const results::Target& wanted = *plan.jobs.front().target;
+  const config::Target& wanted = *plan.jobs.front().target;
   for (size_t t = 0; t < report.targets.size(); ++t) {
     if (report.targets[t].metric == wanted.metric &&
         std::abs(report.targets[t].value - wanted.value) < 1e-12) {
@@ -120,7 +120,7 @@ results::QueryResult sweep_table(const analysis::Report& report, const sweeps::P
 std::string caption(const analysis::Report& report, const sweeps::Plan& plan) {
   std::string target;
   if (const auto t = plan_target(plan, report)) {
-    target = fmt::format("; target {} >= {}", report.targets[*t].metric, report.targets[*t].value);
+    target = "; target " + report.targets[*t].condition();
   }
   return fmt::format(
       "Results of sweep {} (means over seeds of the final evaluation; gap_acc = train_acc - "

@@ -209,13 +209,13 @@ void format_plan_rules(const SweepContext& ctx, const study::StudyPlan& plan,
   const auto& st = plan.study();
   fmt::format_to(
       std::back_inserter(out),
-      "\n{} cells, each a learning-rate search {} {} {} {} (factor {}, at most "
+      "\n{} cells, each a learning-rate search {} {} (factor {}, at most "
       "{} points, {} evaluations per octave); the first trial of a cell is its "
       "centre; cap in steps (a fit may lower it) -> {} (run folders in {})\n",
       plan.cells.size(),
       st.race ? "raced to" : "without race or pruning (a plain grid: every point runs to)",
-      st.target.metric, st.target.lower_is_better() ? "<=" : ">=", st.target.value, st.lr_factor,
-      st.lr_points_max, st.evals_per_octave, ctx.spec.results, ctx.spec.runs_dir);
+      st.target.condition(), st.lr_factor, st.lr_points_max, st.evals_per_octave, ctx.spec.results,
+      ctx.spec.runs_dir);
   if (const auto& ladder = st.ladder) {
     fmt::format_to(std::back_inserter(out),
                    "batch ladder: {}..{}, doubling while the steps to target fall by more than "

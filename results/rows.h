@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "results/target.h"
+#include "core/config/target.h"
 
 namespace batchlab::results {
 
@@ -189,7 +189,7 @@ struct StudyCellRow {
   std::int64_t global_batch = 0;
   std::int64_t seed = 0;
   std::string cell_toml;  // the non-LR axis values that define the cell
-  Target target;
+  config::Target target;
   double lr_center = 0.0;
   double lr_factor = 2.0;
   std::int64_t cap_steps = 0;

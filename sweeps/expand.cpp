@@ -359,10 +359,7 @@ class Expander {
     job.run_id = config::run_id_of_canonical(canonical);
     if (options_.keep_config_toml) job.config_toml = std::move(canonical);
     job.threads = cfg.train.threads;
-    if (!cfg.train.targets.empty()) {
-      job.target =
-          results::Target{cfg.train.targets.front().metric, cfg.train.targets.front().value};
-    }
+    if (!cfg.train.targets.empty()) job.target = cfg.train.targets.front();
     job.derived = derived;
     return job;
   }

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/config/loader.h"
-#include "results/target.h"
+#include "core/config/target.h"
 #include "sweeps/derived.h"
 #include "sweeps/run_row.h"
 #include "sweeps/spec.h"
@@ -52,9 +52,9 @@ struct Job : ConfigColumns {
   size_t combination = 0;                // index in the full product, 1-based in messages
   std::vector<std::string> coordinates;  // one value per Plan::coordinate_keys entry
   std::string run_id;
-  std::string config_toml;                // canonical TOML (empty unless keep_config_toml)
-  int64_t threads = 0;                    // train.threads, for sizing the workers
-  std::optional<results::Target> target;  // the first train.target, if any
+  std::string config_toml;               // canonical TOML (empty unless keep_config_toml)
+  int64_t threads = 0;                   // train.threads, for sizing the workers
+  std::optional<config::Target> target;  // the first train.target, if any
   DerivedValues derived;
   size_t duplicates = 0;  // later combinations that resolved to this same config
 };

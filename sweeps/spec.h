@@ -38,9 +38,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config/target.h"
 #include "core/errors.h"
 #include "results/batch_ladder.h"
-#include "results/target.h"
 
 namespace batchlab::sweeps {
 
@@ -142,7 +142,7 @@ struct StudyBoundSpec {
 };
 
 struct StudySpec {
-  results::Target target;              // metric val_acc | val_loss
+  config::Target target;               // metric val_acc | val_loss
   double lr_factor = 2.0;              // spacing of the LR points: centre x lr_factor^k
   int64_t lr_points_max = 6;           // LR points per cell at most (>= 3)
   std::optional<double> lr_center;     // every cell's centre; unset: from the next smaller batch

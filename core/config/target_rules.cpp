@@ -15,8 +15,4 @@ std::optional<std::string> target_value_rule(std::string_view metric, double val
   return "a loss target must be a finite number >= 0";
 }
 
-bool reaches_target(std::string_view metric, double measured, double target) {
-  return is_accuracy_metric(metric) ? measured >= target : measured <= target;
-}
-
 }  // namespace batchlab::config

@@ -6,14 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace batchlab::config {
+#include "core/config/target.h"
 
-struct Target {
-  // val_acc | val_loss | test_acc | test_loss | train_acc | train_loss (losses are reached from
-  // above); val_* needs data.val_size > 0.
-  std::string metric;
-  double value = 0.0;
-};
+namespace batchlab::config {
 
 struct TrainConfig {
   int64_t seed = 0;

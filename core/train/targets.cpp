@@ -1,7 +1,6 @@
 #include "core/train/targets.h"
 
 #include "core/config/schema.h"
-#include "core/config/target_rules.h"
 
 namespace batchlab::train {
 
@@ -18,7 +17,7 @@ std::optional<double> metric_value(const std::string& metric, const EvalRecord& 
 bool target_met(const config::Target& target, const EvalRecord& r) {
   const auto value = metric_value(target.metric, r);
   if (!value) return false;
-  return config::reaches_target(target.metric, *value, target.value);
+  return target.reached_by(*value);
 }
 
 }  // namespace batchlab::train

@@ -12,7 +12,7 @@ namespace batchlab::sweeps::study {
 namespace {
 
 // The best metric a trial showed (nullopt: no finite evaluation).
-std::optional<double> best_value(const Curve& curve, const results::Target& goal) {
+std::optional<double> best_value(const Curve& curve, const config::Target& goal) {
   std::optional<double> best;
   for (const auto& p : curve) {
     if (!p.value || !std::isfinite(*p.value)) continue;
@@ -29,7 +29,7 @@ bool nearer_centre(int64_t a, int64_t b) {
 
 }  // namespace
 
-std::optional<double> crossing(const Curve& curve, const results::Target& goal, double level) {
+std::optional<double> crossing(const Curve& curve, const config::Target& goal, double level) {
   for (size_t i = 0; i < curve.size(); ++i) {
     const auto& p = curve[i];
     if (!p.value || !goal.at_least_as_good(*p.value, level)) continue;
@@ -48,12 +48,12 @@ std::optional<double> crossing(const Curve& curve, const results::Target& goal, 
   return std::nullopt;
 }
 
-std::optional<double> steps_to_target(const Curve& curve, const results::Target& goal) {
+std::optional<double> steps_to_target(const Curve& curve, const config::Target& goal) {
   return crossing(curve, goal, goal.value);
 }
 
 std::optional<size_t> race_leader(const std::vector<TrialView>& trials,
-                                  const results::Target& goal) {
+                                  const config::Target& goal) {
   std::optional<size_t> leader;
   std::optional<double> best;
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -69,7 +69,7 @@ std::optional<size_t> race_leader(const std::vector<TrialView>& trials,
 }
 
 std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_t i,
-                                     const results::Target& goal) {
+                                     const config::Target& goal) {
   const auto leader = race_leader(trials, goal);
   if (!leader || *leader == i || steps_to_target(trials[i].curve, goal)) return std::nullopt;
   const double s = *steps_to_target(trials[*leader].curve, goal);
@@ -77,7 +77,7 @@ std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_
 }
 
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
-                                      const results::Target& goal, const PruneRule& rule) {
+                                      const config::Target& goal, const PruneRule& rule) {
   // Only a trial that reached the target leads: two trials still short of it could otherwise
   // prune each other on noisy evaluations and leave the cell with no trial at all.
   const auto leader = race_leader(trials, goal);
@@ -100,7 +100,7 @@ std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size
   return std::nullopt;
 }
 
-std::optional<std::string> trial_outcome(const TrialView& trial, const results::Target& goal) {
+std::optional<std::string> trial_outcome(const TrialView& trial, const config::Target& goal) {
   namespace status = results::run_status;
   namespace outcome = results::trial_outcome;
   const std::string& s = trial.run_status;
@@ -118,7 +118,7 @@ std::optional<std::string> trial_outcome(const TrialView& trial, const results::
   return std::nullopt;
 }
 
-bool ranks_before(const TrialView& a, const TrialView& b, const results::Target& goal) {
+bool ranks_before(const TrialView& a, const TrialView& b, const config::Target& goal) {
   const auto sa = steps_to_target(a.curve, goal);
   const auto sb = steps_to_target(b.curve, goal);
   if (sa.has_value() != sb.has_value()) return sa.has_value();
@@ -137,7 +137,7 @@ bool ranks_before(const TrialView& a, const TrialView& b, const results::Target&
   return nearer_centre(a.lr_index, b.lr_index);
 }
 
-BracketStep next_bracket_step(const std::vector<TrialView>& trials, const results::Target& goal,
+BracketStep next_bracket_step(const std::vector<TrialView>& trials, const config::Target& goal,
                               int64_t lr_points_max, BracketStart start) {
   BracketStep step;
   if (trials.empty()) {

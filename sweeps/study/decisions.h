@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config/target.h"
 #include "core/stop_request.h"
-#include "results/target.h"
 
 namespace batchlab::sweeps::study {
 
@@ -38,8 +38,8 @@ using Curve = std::vector<EvalPoint>;  // in step order
 // Where `curve` first reaches `level` (the goal's direction): between the last evaluation before
 // (s1, m1) and the first at or past it (s2, m2), log S = log s1 + (level - m1) / (m2 - m1) *
 // (log s2 - log s1); S = s2 when there is no usable earlier evaluation. nullopt: never reached.
-std::optional<double> crossing(const Curve& curve, const results::Target& goal, double level);
-std::optional<double> steps_to_target(const Curve& curve, const results::Target& goal);
+std::optional<double> crossing(const Curve& curve, const config::Target& goal, double level);
+std::optional<double> steps_to_target(const Curve& curve, const config::Target& goal);
 
 // The decisions' stop requests are core/stop_request.h's (contract C2): the trial ends at its
 // first evaluation with step >= `step`; reason stop_reason::kStoppedByRace or kPruned.
@@ -55,13 +55,12 @@ struct TrialView {
 
 // The trial that reached the target first (smallest interpolated crossing; ties: the smaller
 // |lr_index|, then the smaller lr_index), or nullopt while none has.
-std::optional<size_t> race_leader(const std::vector<TrialView>& trials,
-                                  const results::Target& goal);
+std::optional<size_t> race_leader(const std::vector<TrialView>& trials, const config::Target& goal);
 
 // The race: the request for trial `i` once another trial reached the target at S* (it stops at
 // its first evaluation at or past ceil(S*), after which it could no longer win).
 std::optional<StopRequest> race_stop(const std::vector<TrialView>& trials, size_t i,
-                                     const results::Target& goal);
+                                     const config::Target& goal);
 
 // When a trial has had a fair run and may be pruned. The image study (issue 13) pruned right
 // after warmup (min_evals 0, min_leader_fraction 0); in 10 of its 23 cells the best rate was
@@ -82,17 +81,17 @@ struct PruneRule {
 // pruned: trials short of the target never prune each other, so a cell always keeps a trial that
 // can still reach.
 std::optional<StopRequest> prune_stop(const std::vector<TrialView>& trials, size_t i,
-                                      const results::Target& goal, const PruneRule& rule);
+                                      const config::Target& goal, const PruneRule& rule);
 
 // The outcome of an ended trial (results::trial_outcome values), or nullopt when its run ended
 // without a result (failed, preempted, oom: it runs again).
-std::optional<std::string> trial_outcome(const TrialView& trial, const results::Target& goal);
+std::optional<std::string> trial_outcome(const TrialView& trial, const config::Target& goal);
 
 // Ranking of ended trials: reached ones first by steps to target, then the others by their best
 // metric, then those without a finite metric, diverged ones last; among diverged or metric-less
 // ones the smaller learning rate first (divergence says the rate was too high). Ties: the smaller
 // |lr_index|, then the smaller one.
-bool ranks_before(const TrialView& a, const TrialView& b, const results::Target& goal);
+bool ranks_before(const TrialView& a, const TrialView& b, const config::Target& goal);
 
 // What a cell does next.
 struct BracketStep {
@@ -111,7 +110,7 @@ enum class BracketStart { three, one, alone };
 // some still running -> wait; a lone centre that reached (start one) -> complete, one that did
 // not -> {-1, +1} (start alone: complete either way); all ended -> the best at an edge adds its
 // outer neighbour while fewer than `lr_points_max` ran, else complete.
-BracketStep next_bracket_step(const std::vector<TrialView>& trials, const results::Target& goal,
+BracketStep next_bracket_step(const std::vector<TrialView>& trials, const config::Target& goal,
                               int64_t lr_points_max, BracketStart start = BracketStart::three);
 
 }  // namespace batchlab::sweeps::study

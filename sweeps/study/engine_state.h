@@ -48,7 +48,7 @@ struct StudyEngine::State {
   std::string sweep_id;
   TrialSource& source;
   StudyObserver& observer;
-  results::Target goal;
+  config::Target goal;
   std::vector<CellState> cells;
   std::vector<Trial> trials;
   std::map<std::string, size_t> by_run_id;

@@ -51,7 +51,7 @@ std::vector<TrialView> known_at(const std::vector<TimedTrial>& trials, double ti
 }
 
 PrunedTrialReplay replay_trial(const std::vector<TimedTrial>& trials, size_t i,
-                               const results::StudyTrialRow& row, const results::Target& goal,
+                               const results::StudyTrialRow& row, const config::Target& goal,
                                const PruneRule& rule) {
   PrunedTrialReplay p;
   p.run_id = row.run_id;
@@ -93,7 +93,7 @@ CellReplay replay_cell(results::Store& store, const results::StudyCellRow& cell,
     trials.push_back(timed_trial(store, row, cell.target.metric));
     if (cell.best_run_id && row.run_id == *cell.best_run_id) out.best_lr_index = row.lr_index;
   }
-  const results::Target& goal = cell.target;
+  const config::Target& goal = cell.target;
   PruneRule prune = rule;
   prune.warmup_steps = cell.warmup_steps;
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -54,7 +54,7 @@ struct BoundHarness {
           const double reach = (10.0 + 512.0 / static_cast<double>(batch)) * (lr == 0.5 ? 1 : 1.5);
           return std::min(0.99, 0.8 * std::sqrt(static_cast<double>(step) / reach));
         },
-        results::Target{"val_acc", 0.8}, spec.study->evals_per_octave, &store);
+        config::Target{"val_acc", 0.8}, spec.study->evals_per_octave, &store);
     StudyObserver quiet;
     StudyEngine engine(study, store, "bd", source, quiet);
     engine.run();

@@ -9,8 +9,8 @@
 namespace batchlab::sweeps::study {
 namespace {
 
-const results::Target kAcc = results::Target{"val_acc", 0.7};
-const results::Target kLoss = results::Target{"val_loss", 0.5};
+const config::Target kAcc = config::Target{"val_acc", 0.7};
+const config::Target kLoss = config::Target{"val_loss", 0.5};
 
 TrialView trial(int64_t k, Curve curve, bool ended = false, std::string status = "",
                 std::optional<std::string> stop_reason = std::nullopt) {
@@ -30,9 +30,9 @@ TEST(StudyCrossing, InterpolatesInLogStepBetweenTheEvaluationsAroundTheTarget) {
   const Curve curve = {{1, 0.1}, {2, 0.5}, {4, 0.9}, {8, 0.95}};
   // Half-way from 0.5 to 0.9 is half-way from log 2 to log 4: 2 * sqrt(2).
   EXPECT_NEAR(steps_to_target(curve, kAcc).value(), 2.0 * std::sqrt(2.0), 1e-12);
-  EXPECT_EQ(steps_to_target(curve, results::Target{"val_acc", 0.9}).value(), 4.0);  // exactly at 4
+  EXPECT_EQ(steps_to_target(curve, config::Target{"val_acc", 0.9}).value(), 4.0);  // exactly at 4
   EXPECT_EQ(steps_to_target({{3, 0.8}}, kAcc).value(), 3.0);  // first evaluation, none before
-  EXPECT_FALSE(steps_to_target(curve, results::Target{"val_acc", 0.99}).has_value());
+  EXPECT_FALSE(steps_to_target(curve, config::Target{"val_acc", 0.99}).has_value());
   // A loss is reached from above.
   const Curve loss = {{10, 2.0}, {20, 1.0}, {40, 0.25}};
   const double expected = std::exp(std::log(20.0) + (0.5 - 1.0) / (0.25 - 1.0) * std::log(2.0));

@@ -52,7 +52,7 @@ struct Harness {
     return engine.run();
   }
   FakeTrialSource source(size_t slots, FakeTrialSource::Metric metric) {
-    return FakeTrialSource(slots, std::move(metric), results::Target{"val_acc", 0.8},
+    return FakeTrialSource(slots, std::move(metric), config::Target{"val_acc", 0.8},
                            spec.study->evals_per_octave, &store);
   }
   std::map<double, results::StudyTrialRow> trials_by_lr() {

@@ -41,7 +41,7 @@ class FakeTrialSource : public study::TrialSource {
   // metric(base_lr, global_batch, step); NaN = the run diverges there.
   using Metric = std::function<double(double, int64_t, int64_t)>;
 
-  FakeTrialSource(size_t slots, Metric metric, results::Target goal, int64_t per_octave,
+  FakeTrialSource(size_t slots, Metric metric, config::Target goal, int64_t per_octave,
                   results::Store* store = nullptr)
       : slots_(slots),
         metric_(std::move(metric)),
@@ -149,7 +149,7 @@ class FakeTrialSource : public study::TrialSource {
   };
   size_t slots_;
   Metric metric_;
-  results::Target goal_;
+  config::Target goal_;
   int64_t per_octave_;
   results::Store* store_;
   std::map<std::string, Run> running_;

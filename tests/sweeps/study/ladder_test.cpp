@@ -253,7 +253,7 @@ struct LadderHarness {
     return engine.run();
   }
   FakeTrialSource source(size_t slots, FakeTrialSource::Metric metric) {
-    return FakeTrialSource(slots, std::move(metric), results::Target{"val_acc", 0.8},
+    return FakeTrialSource(slots, std::move(metric), config::Target{"val_acc", 0.8},
                            spec.study->evals_per_octave, &store);
   }
   // The batches that opened, per seed.

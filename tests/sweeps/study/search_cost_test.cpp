@@ -60,7 +60,7 @@ struct Recording {
         store(files.dir.file("recorded.db")) {}
 
   FakeTrialSource run() {
-    FakeTrialSource source(2, metric, results::Target{"val_acc", 0.8}, spec.study->evals_per_octave,
+    FakeTrialSource source(2, metric, config::Target{"val_acc", 0.8}, spec.study->evals_per_octave,
                            &store);
     StudyObserver quiet;
     StudyEngine engine(study, store, "cost", source, quiet);
