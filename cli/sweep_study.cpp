@@ -34,23 +34,6 @@ using results::ValueType;
 std::atomic<int> g_study_stop{0};
 extern "C" void on_study_stop_signal(int) { g_study_stop.fetch_add(1); }
 
-// Every cell's first trial (its centre at the full cap), built once before anything runs so that a
-// config the study cannot make is reported now. nullopt where the centre waits for another cell.
-std::vector<std::optional<sweeps::Job>> first_trials(const study::StudyPlan& plan) {
-  std::vector<std::optional<sweeps::Job>> out;
-  for (size_t c = 0; c < plan.cells.size(); ++c) {
-    const auto& cell = plan.cells[c];
-    const bool rerun = plan.study().later_seeds != sweeps::LaterSeeds::search && cell.first_seed;
-    if ((!plan.study().lr_center && cell.previous) || rerun) {
-      out.emplace_back();
-      continue;
-    }
-    const double centre = plan.study().lr_center.value_or(plan.job(c).base_lr);
-    out.emplace_back(study::make_trial(plan, c, centre, cell.max_cap_steps));
-  }
-  return out;
-}
-
 std::string describe_cell(const study::StudyPlan& plan, size_t c) {
   return plan.plan->describe(plan.job(c));
 }
@@ -249,7 +232,7 @@ void format_plan_rules(const SweepContext& ctx, const study::StudyPlan& plan,
 int print_study_plan(const SweepContext& ctx, const std::string& format) {
   const auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
   const PlannedCells cells{
-      plan, first_trials(plan),
+      plan, study::first_trials(plan),
       analysis::read_study_progress(ctx.spec.results, ctx.plan.sweep_name).cell_status};
   fmt::memory_buffer out;
   if (format == "json") {
@@ -264,35 +247,23 @@ int print_study_plan(const SweepContext& ctx, const std::string& format) {
 
 std::set<std::string> cells_beyond_ladder(const study::StudyPlan& plan,
                                           const analysis::StudyProgress& progress) {
-  std::set<std::string> out;
-  if (!plan.study().ladder) return out;
-  std::map<std::string, results::StudyCellRow> stored;
+  // The stored rows as the engine reads them (analysis/ and sweeps/ may not include each other).
+  std::vector<results::StudyCellRow> stored;
   for (const auto& c : progress.cells) {
     results::StudyCellRow row;
     row.cell_id = c.cell_id;
     row.global_batch = c.global_batch;
     row.status = c.status;
     row.steps_to_target = c.steps_to_target;
-    stored[c.cell_id] = row;
+    stored.push_back(std::move(row));
   }
-  study::CellAnswers answers(plan.cells.size(), nullptr);
-  for (size_t c = 0; c < plan.cells.size(); ++c) {
-    auto it = stored.find(plan.cells[c].cell_id);
-    if (it != stored.end() && it->second.status != results::cell_status::kSearching) {
-      answers[c] = &it->second;
-    }
-  }
-  for (size_t c = 0; c < plan.cells.size(); ++c) {
-    if (stored.count(plan.cells[c].cell_id) == 0 && study::ladder_closed(plan, answers, c)) {
-      out.insert(plan.cells[c].cell_id);
-    }
-  }
-  return out;
+  return study::cells_beyond_ladder(plan, stored);
 }
 
 study::StudyPlan checked_study_plan(const SweepContext& ctx) {
   auto plan = study::plan_study(ctx.spec, ctx.plan, cli_plan_options());
-  first_trials(plan);  // a config the study cannot make is bad input, reported before anything runs
+  study::first_trials(
+      plan);  // a config the study cannot make is bad input, reported before anything runs
   return plan;
 }
 

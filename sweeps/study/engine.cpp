@@ -231,13 +231,17 @@ void StudyEngine::State::summarize() {
   summary.cells = cells.size();
   summary.trials = trials.size();
   summary.stopped = source.stopping();
-  const CellAnswers answered = answers();
+  std::vector<results::StudyCellRow> opened;  // the rows recorded so far
+  for (const auto& c : cells) {
+    if (c.open) opened.push_back(c.row);
+  }
+  const auto beyond = cells_beyond_ladder(plan, opened);
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     if (c.complete && c.row.status == cell_status::kReached) ++summary.reached;
     if (c.complete && c.row.status == cell_status::kCensored) ++summary.censored;
     if (c.complete) continue;
-    if (!c.open && ladder_closed(plan, answered, i)) {
+    if (beyond.count(plan.cells[i].cell_id) > 0) {
       ++summary.beyond_ladder;
     } else {
       ++summary.searching;

@@ -31,10 +31,7 @@ bool StudyEngine::State::ready(size_t c, const CellAnswers& answered) const {
   return plan.study().lr_center || !previous || cells[*previous].complete;
 }
 
-std::optional<size_t> StudyEngine::State::rerun_of(size_t c) const {
-  if (plan.study().later_seeds == LaterSeeds::search) return std::nullopt;
-  return plan.cells[c].first_seed;
-}
+std::optional<size_t> StudyEngine::State::rerun_of(size_t c) const { return rerun_source(plan, c); }
 
 // Tells the observer once per group when its ladder stops.
 void StudyEngine::State::announce_ladder_stops() {

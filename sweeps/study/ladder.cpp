@@ -71,6 +71,27 @@ bool ladder_closed(const StudyPlan& plan, const CellAnswers& answers, size_t c) 
              .stop != results::LadderStop::none;
 }
 
+std::set<std::string> cells_beyond_ladder(const StudyPlan& plan,
+                                          const std::vector<results::StudyCellRow>& stored) {
+  std::set<std::string> out;
+  if (!plan.study().ladder) return out;
+  std::map<std::string, const results::StudyCellRow*> by_id;
+  for (const auto& row : stored) by_id[row.cell_id] = &row;
+  CellAnswers answers(plan.cells.size(), nullptr);
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    auto it = by_id.find(plan.cells[c].cell_id);
+    if (it != by_id.end() && it->second->status != results::cell_status::kSearching) {
+      answers[c] = it->second;
+    }
+  }
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    if (by_id.count(plan.cells[c].cell_id) == 0 && ladder_closed(plan, answers, c)) {
+      out.insert(plan.cells[c].cell_id);
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> ladder_stop_of(const StudyPlan& plan, const CellAnswers& answers,
                                           const std::string& group) {
   const auto& ladder = plan.study().ladder;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ bool ladder_allows(const StudyPlan& plan, const CellAnswers& answers, size_t c);
 
 // Whether the ladder stopped below `c`: the cell will never open (false without a ladder).
 bool ladder_closed(const StudyPlan& plan, const CellAnswers& answers, size_t c);
+
+// Cells a batch ladder stopped below, by cell id, from the study's stored cell rows (`stored`, in
+// any order; a searching row is not an answer): a cell without a row that the rule closes
+// (ladder_closed) will never open and is not owed. The engine's summary counts these as beyond
+// the ladder and `sweep status` shows them so. Empty without a ladder.
+std::set<std::string> cells_beyond_ladder(const StudyPlan& plan,
+                                          const std::vector<results::StudyCellRow>& stored);
 
 // A group whose ladder stopped: the group's coordinates and the reason, for people
 // (results::describe_ladder_stop), or nullopt while it may still climb.

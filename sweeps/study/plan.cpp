@@ -286,6 +286,25 @@ std::optional<int64_t> reference_cap(const std::vector<ReachedPoint>& reference,
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(factor * *steps - 1e-6)));
 }
 
+std::optional<size_t> rerun_source(const StudyPlan& plan, size_t c) {
+  if (plan.study().later_seeds == LaterSeeds::search) return std::nullopt;
+  return plan.cells[c].first_seed;
+}
+
+std::vector<std::optional<Job>> first_trials(const StudyPlan& plan) {
+  std::vector<std::optional<Job>> out;
+  for (size_t c = 0; c < plan.cells.size(); ++c) {
+    const auto& cell = plan.cells[c];
+    if ((!plan.study().lr_center && cell.previous) || rerun_source(plan, c)) {
+      out.emplace_back();
+      continue;
+    }
+    const double centre = plan.study().lr_center.value_or(plan.job(c).base_lr);
+    out.emplace_back(make_trial(plan, c, centre, cell.max_cap_steps));
+  }
+  return out;
+}
+
 bool job_holds(const SweepSpec& spec, const Plan& plan, const Job& job,
                const std::vector<Match>& conditions) {
   for (const auto& m : conditions) {

@@ -73,6 +73,16 @@ double lr_at(double center, double factor, int64_t lr_index);
 // config. Throws ConfigError when the resulting config is invalid.
 Job make_trial(const StudyPlan& plan, size_t cell, double base_lr, int64_t cap_steps);
 
+// The first seed's cell at the same batch whose best rate cell `c` starts from under
+// later_seeds = "neighbours" or "rerun_best"; nullopt under "search" and for a first seed's cell.
+std::optional<size_t> rerun_source(const StudyPlan& plan, size_t c);
+
+// Every cell's first trial (its centre at the full cap), nullopt where the centre is another
+// cell's best rate: the first seed's (rerun_source), or without [study] lr_center the batch below
+// on its line. Built before anything runs (`sweep plan`, the coordinator), so that a config the
+// study cannot make is reported then (ConfigError); the engine's centres follow the same rule.
+std::vector<std::optional<Job>> first_trials(const StudyPlan& plan);
+
 // A trial of the cell `cell_job` from its resolved config table: parsed and validated as
 // `batchlab train` would, with its derived values, canonical config, run id and columns, and the
 // cell's combination and coordinates (the caller appends its own). Throws ConfigError when the

@@ -303,6 +303,11 @@ TEST(StudyLadderEngine, StopsWhenTwoDoublingsInARowSaveLessThanMinGain) {
   EXPECT_EQ(summary.reached, 5u);
   EXPECT_EQ(summary.searching, 0u) << "the unopened ceiling cell is not owed";
   EXPECT_EQ(summary.beyond_ladder, 1u);
+  // `sweep status` asks the same rule over the stored rows alone: the same cell, batch 1024.
+  const auto beyond = cells_beyond_ladder(h.study, h.store.read_study_cells("ladder"));
+  ASSERT_EQ(beyond.size(), 1u);
+  EXPECT_EQ(h.study.job(h.study.cells.size() - 1).global_batch, 1024);
+  EXPECT_EQ(*beyond.begin(), h.study.cells.back().cell_id);
   EXPECT_EQ(h.stored_stop(), LadderStop::flattening);
   ASSERT_EQ(recorder.stops.size(), 1u);
   EXPECT_TRUE(contains(recorder.stops[0], "flattening (256->512 saved 1.1")) << recorder.stops[0];
