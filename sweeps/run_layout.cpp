@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -73,11 +74,15 @@ std::string RunLayout::slurm_dir() const { return (fs::path(root_) / "slurm").st
 void RunLayout::write_config(const std::string& run_id, const std::string& canonical_toml) const {
   const std::string path = config_path(run_id);
   {
+    // Read only a file of the right size: the folder is shared, and a config.toml of gigabytes
+    // (anyone's, or a damaged one) is simply replaced.
+    std::error_code size_ec;
+    const auto size = fs::file_size(path, size_ec);
     std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream current;
-      current << in.rdbuf();
-      if (current.str() == canonical_toml) return;
+    if (!size_ec && size == canonical_toml.size() && in) {
+      std::string current(canonical_toml.size(), '\0');
+      in.read(current.data(), static_cast<std::streamsize>(current.size()));
+      if (static_cast<size_t>(in.gcount()) == current.size() && current == canonical_toml) return;
     }
   }
   std::error_code ec;
@@ -174,12 +179,20 @@ bool lock_held(const std::string& path) {
 }
 
 std::string lock_description(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string out = text.str();
+  // The holder writes one short line; what another process (or a damaged file) left is read only
+  // that far, and printed with every byte that is not printable ASCII as '?' (it goes into
+  // messages, terminals and JSON).
+  std::ifstream in(path, std::ios::binary);
+  std::string out(kMaxLockDescription + 1, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  const bool cut = out.size() > kMaxLockDescription;
+  if (cut) out.resize(kMaxLockDescription);
   while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
-  return out;
+  for (char& c : out) {
+    if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
+  }
+  return cut ? out + "..." : out;
 }
 
 }  // namespace batchlab::sweeps

@@ -19,6 +19,7 @@
 // included), so a lock that can be taken proves that nobody holds it any more.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,7 +99,11 @@ class FileLock {
 // batchlab::Error, as try_acquire does, when flock(2) fails for another reason than a holder.
 bool lock_held(const std::string& path);
 
-// The text a holder recorded with FileLock::describe ("" when none).
+// The text a holder recorded with FileLock::describe ("" when none): at most kMaxLockDescription
+// bytes of the file ("..." added when there were more), trailing whitespace trimmed, every byte
+// that is not printable ASCII shown as '?'. Never throws for what the file holds
+// (fuzz/run_layout_fuzz.cpp).
+inline constexpr size_t kMaxLockDescription = 1024;
 std::string lock_description(const std::string& path);
 
 }  // namespace batchlab::sweeps

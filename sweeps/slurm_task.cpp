@@ -15,6 +15,7 @@
 #include "results/store.h"
 #include "sweeps/process.h"
 #include "sweeps/slurm.h"
+#include "sweeps/task_list.h"
 
 namespace batchlab::sweeps {
 
@@ -67,17 +68,9 @@ struct TaskJob {
 };
 
 TaskJob task_job(const std::string& tasks_file, size_t index, const std::string& local_dir) {
-  std::vector<std::string> lines;
-  std::ifstream in(tasks_file);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  if (index >= lines.size()) {
-    throw InputError(
-        fmt::format("task {} is not in {} ({} tasks)", index, tasks_file, lines.size()));
-  }
-  const fs::path run_dir = lines[index];
-  const std::string run_id = run_dir.filename().string();
+  const TaskLine task = read_task_line(tasks_file, index);  // sweeps/task_list.h
+  const fs::path run_dir = task.run_dir;
+  const std::string& run_id = task.run_id;
   const RunLayout layout(run_dir.parent_path().string());
   return {run_dir,
           run_id,

@@ -10,6 +10,7 @@
 #include "results/ingest.h"
 #include "sweeps/process.h"
 #include "sweeps/slurm.h"
+#include "sweeps/slurm_job_files.h"
 
 namespace batchlab::sweeps::study {
 
@@ -24,11 +25,7 @@ std::string coordinator_record(const RunLayout& layout) {
 }  // namespace
 
 std::vector<std::string> coordinator_jobs(const RunLayout& layout) {
-  std::vector<std::string> ids;
-  std::ifstream in(coordinator_record(layout));
-  std::string id;
-  while (in >> id) ids.push_back(id);
-  return ids;
+  return read_job_id_lines(coordinator_record(layout));
 }
 
 void record_coordinator_job(const RunLayout& layout, const std::string& job_id) {

@@ -13,6 +13,7 @@
 #include "results/query.h"
 #include "sweeps/process.h"
 #include "sweeps/slurm_commands.h"
+#include "sweeps/slurm_job_files.h"
 #include "sweeps/study/slurm_trial.h"
 #include "sweeps/study/trial_source.h"
 #include "sweeps/sweep_records.h"
@@ -32,10 +33,7 @@ constexpr int kFoldErrorsTolerated = 10;
 }  // namespace
 
 std::string trial_slurm_job(const RunLayout& layout, const std::string& run_id) {
-  std::ifstream in(layout.slurm_job_path(run_id));
-  std::string id;
-  in >> id;
-  return id;
+  return read_slurm_job_file(layout.slurm_job_path(run_id));
 }
 
 struct SlurmTrialSource::Impl {
