@@ -110,6 +110,11 @@ Report build_report(const std::string& db_path, const ReportOptions& options);
 // reached/steps/epochs/ samples/train_s/gap, diverged, note.
 results::QueryResult report_table(const Report& report);
 
+// The note of a group whose selected runs ended at or below chance ("2 runs at or below chance
+// (10.0% test accuracy)"), "" when none did: the run report's table and the closing table of
+// `sweep run` both write it.
+std::string chance_note(const ReportRow& row);
+
 // table / markdown: constants and targets as a header, the table, warnings after it. csv: the table
 // only. json: {"group_by", "metric", "select_by", "constants", "targets", "rows": [...],
 // "warnings"}.

@@ -157,15 +157,17 @@ results::QueryResult report_table(const Report& report) {
     if (row.unfinished > 0) notes.push_back(fmt::format("{} unfinished", row.unfinished));
     if (!row.lr_edge.empty()) notes.push_back("best LR at " + row.lr_edge + " edge");
     if (!row.selection_note.empty()) notes.push_back(row.selection_note);
-    if (row.at_chance > 0) {
-      notes.push_back(fmt::format("{} run{} at or below chance ({:.1f}% test accuracy)",
-                                  row.at_chance, row.at_chance == 1 ? "" : "s",
-                                  100.0 * *row.chance_acc));
-    }
+    if (row.at_chance > 0) notes.push_back(chance_note(row));
     b.text("note", fmt::format("{}", fmt::join(notes, "; ")));
     b.end_row();
   }
   return b.table;
+}
+
+std::string chance_note(const ReportRow& row) {
+  if (row.at_chance == 0 || !row.chance_acc) return "";
+  return fmt::format("{} run{} at or below chance ({:.1f}% test accuracy)", row.at_chance,
+                     row.at_chance == 1 ? "" : "s", 100.0 * *row.chance_acc);
 }
 
 std::string format_report(const Report& report, results::QueryFormat format) {
