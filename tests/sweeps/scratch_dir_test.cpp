@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/sweeps/tmpdir_at.h"
 #include "tests/temp_dir.h"
 
 namespace batchlab::sweeps {
@@ -18,28 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// TMPDIR pointed at a test folder for the object's life.
-class TmpdirAt {
- public:
-  explicit TmpdirAt(const fs::path& dir) {
-    const char* old = std::getenv("TMPDIR");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    ::unsetenv("SLURM_TMPDIR");
-    ::setenv("TMPDIR", dir.c_str(), 1);
-  }
-  ~TmpdirAt() {
-    if (had_) {
-      ::setenv("TMPDIR", old_.c_str(), 1);
-    } else {
-      ::unsetenv("TMPDIR");
-    }
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
+using testing::TmpdirAt;
 
 TEST(ScratchDir, TwoFoldersOfOneProcessAreApartAndEachGoesWithItsObject) {
   test_support::TempDir root("scratch");

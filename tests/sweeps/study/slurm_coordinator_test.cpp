@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "results/store.h"
+#include "tests/sweeps/tmpdir_at.h"
 #include "tests/temp_dir.h"
 
 namespace batchlab::sweeps::study {
@@ -18,9 +19,7 @@ namespace fs = std::filesystem;
 
 TEST(PublishedDatabase, TwoCoordinatorsOfOnePidKeepTheirCopiesApart) {
   test_support::TempDir dir("pubdb");
-  const std::string old_tmpdir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "";
-  ::setenv("TMPDIR", dir.path.c_str(), 1);
-  ::unsetenv("SLURM_TMPDIR");
+  const testing::TmpdirAt tmpdir(dir.path);
   const std::string shared = (dir.path / "results" / "study.db").string();
   {
     auto first = std::make_unique<PublishedDatabase>(shared);
@@ -33,11 +32,6 @@ TEST(PublishedDatabase, TwoCoordinatorsOfOnePidKeepTheirCopiesApart) {
     EXPECT_TRUE(fs::exists(second.local())) << "the other's working copy is left alone";
     second.publish();
     EXPECT_TRUE(fs::exists(shared));
-  }
-  if (old_tmpdir.empty()) {
-    ::unsetenv("TMPDIR");
-  } else {
-    ::setenv("TMPDIR", old_tmpdir.c_str(), 1);
   }
 }
 
