@@ -25,7 +25,7 @@
 
 namespace batchlab::sweeps::study {
 
-// The study's goal is its target as the spec states it (results/target.h: a validation metric,
+// The study's goal is its target as the spec states it (core/config/target.h: a validation metric,
 // the value to reach, the direction), passed along as it is.
 
 // One evaluation of a trial: the study's metric after `step` updates (nullopt: not finite).
