@@ -66,6 +66,8 @@ class FaultInjector : public train::Reporter {
     if (action_ == "kill") std::raise(SIGKILL);
     if (action_ == "term") std::raise(SIGTERM);  // handled: the run ends as preempted
     if (action_ == "hang") std::raise(SIGSTOP);
+    // What a write to a socket a dead peer closed delivers (gloo, the launcher's pipe).
+    if (action_ == "pipe") std::raise(SIGPIPE);
     if (action_ == "crash") {
       rlimit no_core{0, 0};  // a test crash must not litter the working directory with a core file
       ::setrlimit(RLIMIT_CORE, &no_core);
@@ -86,7 +88,7 @@ std::shared_ptr<train::Reporter> make_fault_injector(const std::string& run_id, 
   const char* value = std::getenv("BATCHLAB_TEST_FAULT");
   if (value == nullptr || *value == '\0') return nullptr;
   static const std::regex pattern(
-      "^(kill|crash|term|hang|hold)@([0-9]+)(:([0-9a-f]+))?(,rank=([0-9]+))?$");
+      "^(kill|crash|term|hang|hold|pipe)@([0-9]+)(:([0-9a-f]+))?(,rank=([0-9]+))?$");
   std::cmatch m;
   if (!std::regex_match(value, m, pattern)) {
     throw UsageError(fmt::format(

@@ -9,6 +9,8 @@
 //   term   SIGTERM: the polite preemption of a cluster scheduler;
 //   hang   SIGSTOP: the process stops answering without exiting (a wedged rank: the others must
 //          give up after train.dist_timeout);
+//   pipe   SIGPIPE: what a write to a socket or pipe a dead peer closed delivers (a rank ignores it
+//          and takes the write's error instead);
 //   hold   waits, while the file `hold` exists in the folder BATCHLAB_TEST_HOLD_DIR, with
 //          `<run id>.held` written there, until the file is removed or a stop signal arrives
 //          (SIGTERM, SIGINT, SIGUSR1, SIGUSR2: then passed on, so the run ends as preempted at the

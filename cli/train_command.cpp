@@ -178,6 +178,10 @@ struct ProcessSetup {
 ProcessSetup set_up_process(const Job& job, const dist::Rendezvous& rv) {
   // A rank's output goes through a pipe (launcher, srun): line-buffer it so lines arrive whole.
   if (rv.distributed()) std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // A peer that dies closes its sockets, and this rank's next write to one raises SIGPIPE, whose
+  // default ends the process before it can say which collective failed or record the run as
+  // failed (seen: the run left 'running'). Ignored, the write returns EPIPE and gloo throws.
+  if (rv.distributed()) std::signal(SIGPIPE, SIG_IGN);
   // Ranks sharing a host share its cores: train.threads = 0 gives each its share.
   const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
   ProcessSetup setup;

@@ -114,6 +114,21 @@ TEST(NprocCli, AKilledRankEndsTheJobWithAClearErrorNotAHang) {
   EXPECT_NE(status.find("rank 0 of 2"), std::string::npos) << status;
 }
 
+// A write to a socket a dead peer closed raises SIGPIPE in the writer; its default action ended
+// rank 0 with the run left 'running' and no error (CI, 2026-11-28: "rank 0 was killed by signal 13
+// (SIGPIPE)"). A rank ignores it, so the failed write comes back as an error it reports; here the
+// signal alone, with no dead peer, must not end a rank that can go on.
+TEST(NprocCli, ABrokenPipeSignalDoesNotEndARank) {
+  TempDir dir("nprocpipe");
+  const auto cfg = faulty_config(dir, "5s");
+  const auto db = (dir.path / "p.db").string();
+  auto t = run_timed("train " + shell_quote(cfg) + " --nproc 2 --db " + shell_quote(db),
+                     "pipe@3,rank=0");
+  EXPECT_EQ(t.result.exit_code, 0) << t.result.output;
+  EXPECT_EQ(t.result.output.find("SIGPIPE"), std::string::npos) << t.result.output;
+  EXPECT_NE(query_csv(db, "SELECT status FROM runs").find("done"), std::string::npos);
+}
+
 TEST(NprocCli, AHangingRankMakesTheOthersGiveUpAfterTheTimeout) {
   TempDir dir("nprochang");
   const auto cfg = faulty_config(dir, "3s");
