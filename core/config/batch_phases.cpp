@@ -59,15 +59,21 @@ int64_t BatchPhases::steps_to_reach(int64_t examples) const {
   return p.start_step + steps_to_see(examples - p.start_examples, p.geometry.global);
 }
 
+DataPosition fixed_batch_position(const BatchGeometry& g, int64_t step) {
+  expect(g.steps_per_epoch > 0 && step >= 0, "fixed_batch_position",
+         "a geometry with at least one update per epoch and a step >= 0");
+  return {step / g.steps_per_epoch, (step % g.steps_per_epoch) * g.global};
+}
+
 DataPosition BatchPhases::position_in(const BatchPhase& p, int64_t step) const {
   const int64_t global = p.geometry.global;
   const int64_t i = step - p.start_step;
   // Updates left in the epoch the phase starts in, then whole epochs of steps_per_epoch each.
   const int64_t left = steps_per_epoch(train_size_ - p.start_offset, global);
   if (i < left) return {p.start_epoch, p.start_offset + i * global};
-  const int64_t later = i - left;
-  const int64_t per_epoch = p.geometry.steps_per_epoch;
-  return {p.start_epoch + 1 + later / per_epoch, (later % per_epoch) * global};
+  // From the next epoch on, the phase reads as a fixed batch would from the start of an epoch.
+  const DataPosition later = fixed_batch_position(p.geometry, i - left);
+  return {p.start_epoch + 1 + later.epoch, later.offset};
 }
 
 DataPosition BatchPhases::position(int64_t step) const { return position_in(phase(step), step); }

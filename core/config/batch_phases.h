@@ -37,6 +37,12 @@ struct DataPosition {
   int64_t offset = 0;
 };
 
+// Where update `step` of a run that keeps one batch from its first update lies: epoch
+// step / steps_per_epoch, offset (step mod steps_per_epoch) x global. What BatchPhases::position
+// answers for a single phase; the loader threads (experiments/data/batch_loader.h) plan a fixed
+// batch's updates with it rather than working the position out themselves.
+DataPosition fixed_batch_position(const BatchGeometry& g, int64_t step);
+
 class BatchPhases {
  public:
   // `points` as batch_points() gives them (valid: first at 0, increasing); `micro` and `world`

@@ -53,9 +53,9 @@ struct BatchOutput {
 };
 
 // The order in which training will ask for training batches, for tasks that build them ahead of
-// time on loader threads. Step s >= first_step reads micro-batches j = 0 .. geometry.accum - 1:
-// micro_batch_indices(epoch_permutation(data_seed, s / steps_per_epoch, train_size), geometry,
-// s % steps_per_epoch, rank, j), augmented with seed mix_seed(mix_seed(data_seed, s + 1), j).
+// time on loader threads. Step s >= first_step, at (e, o) = config::fixed_batch_position(geometry,
+// s), reads micro-batches micro_batch_at(epoch_permutation(data_seed, e, train_size), geometry, o,
+// rank, j) for j < geometry.accum, augmented with seed mix_seed(mix_seed(data_seed, s + 1), j).
 struct BatchPlan {
   int64_t data_seed = 0;
   BatchGeometry geometry;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "core/config/batch_phases.h"
 #include "core/errors.h"
 #include "core/train/data_order.h"
 
@@ -244,13 +245,13 @@ void BatchLoader::top_up() {
   const train::BatchGeometry& g = plan_->geometry;
   while (static_cast<int64_t>(planned_.size()) < options_.prefetch &&
          (plan_->end_step <= 0 || next_step_ < plan_->end_step)) {
-    const int64_t epoch = next_step_ / g.steps_per_epoch;
-    if (epoch != permutation_epoch_) {
-      permutation_ = train::epoch_permutation(plan_->data_seed, epoch, plan_->train_size);
-      permutation_epoch_ = epoch;
+    const config::DataPosition at = config::fixed_batch_position(g, next_step_);
+    if (at.epoch != permutation_epoch_) {
+      permutation_ = train::epoch_permutation(plan_->data_seed, at.epoch, plan_->train_size);
+      permutation_epoch_ = at.epoch;
     }
-    const torch::Tensor indices = train::micro_batch_indices(
-        permutation_, g, next_step_ % g.steps_per_epoch, plan_->rank, next_micro_);
+    const torch::Tensor indices =
+        train::micro_batch_at(permutation_, g, at.offset, plan_->rank, next_micro_);
     const uint64_t step_seed = train::mix_seed(static_cast<uint64_t>(plan_->data_seed),
                                                static_cast<uint64_t>(next_step_) + 1);
     auto job = make_job(Split::train, indices,

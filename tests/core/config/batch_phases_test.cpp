@@ -18,6 +18,10 @@ TEST(BatchPhases, AFixedBatchIsTheFixedBatchOrder) {
     const DataPosition at = one.position(step);
     EXPECT_EQ(at.epoch, step / 6) << step;
     EXPECT_EQ(at.offset, (step % 6) * 16) << step;
+    // The loader threads' rule for a fixed batch is the same answer.
+    const DataPosition fixed = fixed_batch_position(one.final_geometry(), step);
+    EXPECT_EQ(fixed.epoch, at.epoch) << step;
+    EXPECT_EQ(fixed.offset, at.offset) << step;
   }
   EXPECT_EQ(one.steps_to_reach(0), 0);
   EXPECT_EQ(one.steps_to_reach(32), 2);
