@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -215,6 +216,37 @@ std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::s
     out.push_back(std::move(entry));
   }
   return out;
+}
+
+std::map<std::string, std::string> slurm_job_states(const std::vector<std::string>& job_ids) {
+  std::map<std::string, std::string> out;
+  if (job_ids.empty()) return out;
+  std::string list;
+  for (const auto& id : job_ids) list += (list.empty() ? "" : ",") + id;
+  const SlurmAnswer answer = run_slurm_command({"squeue", "-h", "-j", list, "-o", "%i|%T"});
+  if (answer.code != 0) return out;
+  std::istringstream lines(answer.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // "ID|STATE", the state one upper-case word: a site's banner or anything else is not a job.
+    const size_t bar = line.find('|');
+    if (bar == std::string::npos || bar == 0 || bar + 1 == line.size()) continue;
+    const std::string id = line.substr(0, bar);
+    const std::string state = line.substr(bar + 1);
+    const auto digit = [](unsigned char c) { return std::isdigit(c) != 0; };
+    const auto word = [](unsigned char c) { return std::isupper(c) != 0 || c == '_'; };
+    if (std::all_of(id.begin(), id.end(), digit) && std::all_of(state.begin(), state.end(), word)) {
+      out[id] = state;
+    }
+  }
+  return out;
+}
+
+bool slurm_state_may_run(const std::string& state) {
+  static const std::set<std::string> kEnded = {
+      "COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT",  "NODE_FAIL",
+      "PREEMPTED", "BOOT_FAIL", "OUT_OF_MEMORY", "DEADLINE", "REVOKED"};
+  return kEnded.count(state) == 0;
 }
 
 std::optional<std::set<std::string>> slurm_active_runs(const RunLayout& layout,

@@ -62,6 +62,19 @@ struct SlurmQueueEntry {
 // Queued and running jobs named one of `names`; nullopt when squeue cannot be asked.
 std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::string>& names);
 
+// The states of jobs `job_ids` as `squeue -j` gives them (every state, the finished ones too,
+// until the controller forgets a job), by job id; a job squeue does not name is left out, and
+// nothing is when squeue cannot be asked. One squeue for all. Why: squeue's listing by name shows
+// only pending, running and completing jobs, and a job that `scontrol requeue` (or preemption)
+// sends back to the queue passes through REQUEUED, which the listing leaves out: a job missing
+// from the listing is asked for by its id before it counts as ended.
+std::map<std::string, std::string> slurm_job_states(const std::vector<std::string>& job_ids);
+
+// Whether a job in `state` (as squeue names it) may still run: everything but the states a job
+// ends in (COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, BOOT_FAIL, DEADLINE,
+// OUT_OF_MEMORY, REVOKED).
+bool slurm_state_may_run(const std::string& state);
+
 struct SlurmSubmission {
   std::string script;  // the sbatch script written
   std::string tasks;   // its task list

@@ -300,6 +300,24 @@ class Walk {
   std::unordered_map<uint32_t, uint32_t> memo_;
 };
 
+bool ends_with(const std::string& name, std::string_view suffix) {
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// data.pkl and constants.pkl, and the debug tables of the TorchScript source
+// (code/...py.debug_pkl): LibTorch unpickles a source's table to point at the line when the source
+// does not compile, so a table's claims are allocated like data.pkl's (found by fuzz_checkpoint: a
+// string of 1.7 GB claimed in a 2.6 KB file whose code/ record did not lex).
+bool is_pickle(const std::string& name) {
+  return ends_with(name, ".pkl") || ends_with(name, ".debug_pkl");
+}
+
+// Where the storages a pickle names are: data.pkl's under data/. A debug table has none.
+std::string storage_prefix(const std::string& name) {
+  return (ends_with(name, ".pkl") ? name.substr(0, name.size() - 4) : name) + "/";
+}
+
 // Why the program in `bytes` (record `name`) cannot be read safely, or empty.
 std::string problem_of(std::string_view bytes, const std::string& name,
                        caffe2::serialize::PyTorchStreamReader& reader) {
@@ -313,15 +331,11 @@ std::string problem_of(std::string_view bytes, const std::string& name,
   std::string deep = pickle::pickle_nesting_problem(steps);
   if (!deep.empty()) return deep;
   try {
-    Walk(bytes, program.ops, name.substr(0, name.size() - 4) + "/", reader).run();
+    Walk(bytes, program.ops, storage_prefix(name), reader).run();
   } catch (const Refusal& refusal) {
     return refusal.why;
   }
   return {};
-}
-
-bool is_pickle(const std::string& name) {
-  return name.size() > 4 && name.compare(name.size() - 4, 4, ".pkl") == 0;
 }
 
 }  // namespace

@@ -10,8 +10,9 @@
 // taken as its size although only the record's bytes exist behind it, and a tensor's sizes and
 // strides are not checked against its storage, so the copy into the model would read past the
 // record. Before any of that, no record may claim more bytes than the archive holds (LibTorch
-// allocates a record's claimed size before reading it), and every `*.pkl` record of the archive is
-// split and walked here:
+// allocates a record's claimed size before reading it), and every pickle record of the archive
+// (`*.pkl`, and the TorchScript source's `*.debug_pkl` tables, which LibTorch unpickles to point at
+// a line of source that does not compile) is split and walked here:
 //
 //   - every argument and length inside the record (core/pickle_program.h);
 //   - objects at most kMaxPickleDepth deep and none holding itself (core/pickle_nesting.h);

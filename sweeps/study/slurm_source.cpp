@@ -12,6 +12,7 @@
 #include "results/errors.h"
 #include "results/query.h"
 #include "sweeps/process.h"
+#include "sweeps/slurm.h"
 #include "sweeps/slurm_commands.h"
 #include "sweeps/slurm_job_files.h"
 #include "sweeps/study/slurm_trial.h"
@@ -291,13 +292,37 @@ struct SlurmTrialSource::Impl {
     next_queue = Clock::now() + options.poll_interval;
     const auto queued = queue.jobs(/*fresh=*/true);
     if (!queued) return;  // squeue did not answer: decide nothing now
+    for (auto& [run_id, t] : tracked) {
+      t.slurm.saw_queue(!t.slurm.id.empty() && queued->count(t.slurm.id), Clock::now());
+    }
+    ask_for_missed_jobs();
     for (auto it = tracked.begin(); it != tracked.end();) {
       Tracked& t = it->second;
-      const bool in_queue = !t.slurm.id.empty() && queued->count(t.slurm.id);
-      t.slurm.saw_queue(in_queue, Clock::now());
+      const bool in_queue = !t.slurm.id.empty() && t.slurm.missing == 0;
       const bool gone = t.slurm.gone(Clock::now(), options.poll_interval);
       const bool keep = in_queue || (!gone && !t.slurm.id.empty()) || ended(t, events);
       it = keep ? std::next(it) : tracked.erase(it);
+    }
+  }
+
+  // The jobs the listing has missed long enough to count as ended, asked for by their ids (one
+  // squeue for all): one that may still run (REQUEUED on its way back to PENDING, which the listing
+  // leaves out) is still there. Without it, a trial requeued by Slurm on a loaded controller was
+  // taken for ended and submitted again beside itself (sweeps_slurm_study: attempts 2 for the
+  // requeued trial).
+  void ask_for_missed_jobs() {
+    std::vector<std::string> missed;
+    for (const auto& [run_id, t] : tracked) {
+      if (!t.slurm.id.empty() && t.slurm.gone(Clock::now(), options.poll_interval)) {
+        missed.push_back(t.slurm.id);
+      }
+    }
+    const auto states = slurm_job_states(missed);
+    for (auto& [run_id, t] : tracked) {
+      const auto state = states.find(t.slurm.id);
+      if (state != states.end() && slurm_state_may_run(state->second)) {
+        t.slurm.saw_queue(true, Clock::now());
+      }
     }
   }
 

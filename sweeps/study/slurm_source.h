@@ -30,8 +30,13 @@
 //   resubmitted coordinator decides the same trials again (same run ids) and adopts every one
 //   whose `slurm_job` is still queued or running instead of submitting it again, or folds its
 //   result if it ended meanwhile. No trial runs twice.
+// - A job missing from squeue's listing counts as ended only when it has been missing from two
+//   answers over kGonePolls intervals and `squeue -j` (which shows every state) does not name it in
+//   a state it may still run in: the listing leaves out REQUEUED, a job's state on its way back to
+//   the queue after `scontrol requeue` or preemption.
 // - Load on the scheduler: one squeue per `poll_interval` for all trials together (adoption
-//   included), one sbatch per submission, one scancel per unanswered stop (docs/sweeps.md has the
+//   included), and one more in an interval where some job has been missing long enough, for all of
+//   them; one sbatch per submission, one scancel per unanswered stop (docs/sweeps.md has the
 //   measured figures).
 #pragma once
 

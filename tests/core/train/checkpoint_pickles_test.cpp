@@ -125,6 +125,24 @@ TEST(CheckpointPickles, AStringLongerThanItsRecordIsRefusedBeforeAnythingIsAlloc
   EXPECT_LT(peak_rss_kb() - before, 256 * 1024) << "KB of peak memory added";
 }
 
+// Found by fuzz_checkpoint (fifth runs; fuzz/corpus/checkpoint/oom-1.7gb-string-in-a-debug-table
+// .records): the source's debug table is a pickle too, which LibTorch unpickles when a code record
+// does not lex, allocating what its strings claim (1.7 GB from a 2.6 KB file). Its first string's
+// 4-byte length (24) becomes 0x35310018 = 892,403,736 bytes.
+TEST(CheckpointPickles, ASourceDebugTableIsWalkedLikeDataPkl) {
+  RankFile file;
+  rewrite_record(file.path, "code/__torch__.py.debug_pkl", [](std::string& table) {
+    replace_first(table, "X\x18\x00\x00\x00"s + "FORMAT", "X\x18\x00\x31\x35"s + "FORMAT");
+  });
+  const long before = peak_rss_kb();
+  const std::string message = refusal(file.path);
+  EXPECT_NE(message.find(file.path.string() + ": record code/__torch__.py.debug_pkl of the "
+                                              "checkpoint cannot be read safely"),
+            std::string::npos)
+      << message;
+  EXPECT_LT(peak_rss_kb() - before, 256 * 1024) << "KB of peak memory added";
+}
+
 TEST(CheckpointPickles, AMemoSlotPastTheProgramIsRefused) {
   RankFile file;
   // A LONG_BINPUT to slot 2^31 - 1 right after PROTO 2 and the first GLOBAL's BINPUT 0.

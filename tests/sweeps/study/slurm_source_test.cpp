@@ -50,7 +50,12 @@ class FakeCluster {
     fs::create_directories(bin);
     const std::string fake = dir_.path.string();
     program(bin / "sbatch", sbatch_body(""));
-    program(bin / "squeue", "cat " + fake + "/queue 2>/dev/null; true\n");
+    // `squeue -h -j IDS -o %i|%T` answers from the file `states` ("ID|STATE" lines, every state
+    // as the real one); the listing by name from `queue`.
+    program(bin / "squeue",
+            "if [ \"$2\" = -j ]; then for id in $(echo \"$3\" | tr , ' '); do grep "
+            "\"^$id|\" " +
+                fake + "/states; done; exit 0; fi\ncat " + fake + "/queue 2>/dev/null; true\n");
     program(bin / "scancel", "echo \"$1\" >> " + fake + "/scancel.log\n");
     ::setenv("PATH", (bin.string() + ":" + old_path_).c_str(), 1);
     spec_.name = "fake";
@@ -85,6 +90,10 @@ class FakeCluster {
 
   void queue(const std::string& id, const char* state = "RUNNING") {
     std::ofstream(dir_.path / "queue", std::ios::app) << id << "|0|" << state << "|batchlab-fake\n";
+  }
+  // What `squeue -j` says of job `id` (the only job it knows of).
+  void set_job_state(const std::string& id, const std::string& state) {
+    std::ofstream(dir_.path / "states") << id << "|" << state << "\n";
   }
   // The job leaves the queue (it ended, or was cancelled).
   void dequeue(const std::string& id) {
@@ -181,6 +190,33 @@ TEST(SlurmTrialSource, SubmitsATrialAndSubmitsItAgainWhenPreemptedUnderTheSameRu
   EXPECT_EQ(ended.ended[0].evals.size(), 3u);
   EXPECT_EQ(c.source().running(), 0u);
   EXPECT_EQ(c.submissions(), 2u);
+}
+
+// Found by sweeps_slurm_study beside the rest of the suite (issue 45): a job that `scontrol
+// requeue` sends back to the queue passes through REQUEUED, which squeue's listing by name leaves
+// out, for longer than kGonePolls intervals on a loaded controller. Asked for by its id it is still
+// there: neither ended nor submitted again beside itself.
+TEST(SlurmTrialSource, AJobRequeuedBySlurmIsNotTakenForEndedWhileTheListingMissesIt) {
+  FakeCluster c;
+  c.source().start(c.trial("r1"), std::nullopt);
+  c.publish("r1", "preempted", {1, 2});  // it answered the requeue's SIGTERM with a checkpoint
+  c.dequeue("100");
+  c.set_job_state("100", "REQUEUED");
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(c.source().poll().ended.empty());
+  EXPECT_EQ(c.submissions(), 1u) << "the requeued job was submitted again beside itself";
+  EXPECT_EQ(c.source().running(), 1u);
+
+  // Slurm runs the same job again; it ends, and only then is it ended for the coordinator.
+  c.queue("100");
+  c.set_job_state("100", "RUNNING");
+  EXPECT_TRUE(c.source().poll().ended.empty());
+  c.publish("r1", "done", {1, 2, 4});
+  c.dequeue("100");
+  c.set_job_state("100", "COMPLETED");
+  const auto ended = c.poll_until_event();
+  ASSERT_EQ(ended.ended.size(), 1u);
+  EXPECT_EQ(ended.ended[0].status, "done");
+  EXPECT_EQ(c.submissions(), 1u);
 }
 
 TEST(SlurmTrialSource, AdoptsATrialAPreviousCoordinatorLeftInTheQueue) {
@@ -478,8 +514,9 @@ TEST(SlurmTrialSource, SchedulerCallsStayBoundedForA200TrialStudy) {
               static_cast<long long>(scancel), static_cast<long long>(polls), seconds);
   EXPECT_EQ(sbatch, 200);
   EXPECT_EQ(scancel, 0);
-  // Per poll at most one squeue, whatever the number of trials running.
-  EXPECT_LE(squeue, polls) << "more than one squeue per poll";
+  // Per poll at most two squeue (the listing, and one question by id for the jobs it has missed
+  // long enough), whatever the number of trials running.
+  EXPECT_LE(squeue, 2 * polls) << "more than two squeue per poll";
 }
 
 }  // namespace
