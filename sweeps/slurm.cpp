@@ -61,6 +61,13 @@ std::string output_pattern(const std::string& tasks_path) {
       .string();
 }
 
+// "a,b,c": the form squeue's --name and -j take a list in.
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string list;
+  for (const auto& item : items) list += (list.empty() ? "" : ",") + item;
+  return list;
+}
+
 }  // namespace
 
 std::string program_on_path(const std::string& name) {
@@ -184,8 +191,7 @@ std::set<std::string> slurm_submitted_runs(const RunLayout& layout) {
 }
 
 std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::string>& names) {
-  std::string list;
-  for (const auto& name : names) list += (list.empty() ? "" : ",") + name;
+  const std::string list = comma_list(names);
   // %A: the job's id, or its array's; %a: the array task ("N/A" outside arrays). -r: one line per
   // array task, pending ones included.
   // Standard output alone: a site's banner on stderr is not a job.
@@ -221,8 +227,7 @@ std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::s
 std::map<std::string, std::string> slurm_job_states(const std::vector<std::string>& job_ids) {
   std::map<std::string, std::string> out;
   if (job_ids.empty()) return out;
-  std::string list;
-  for (const auto& id : job_ids) list += (list.empty() ? "" : ",") + id;
+  const std::string list = comma_list(job_ids);
   const SlurmAnswer answer = run_slurm_command({"squeue", "-h", "-j", list, "-o", "%i|%T"});
   if (answer.code != 0) return out;
   std::istringstream lines(answer.out);

@@ -64,10 +64,10 @@ std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::s
 
 // The states of jobs `job_ids` as `squeue -j` gives them (every state, the finished ones too,
 // until the controller forgets a job), by job id; a job squeue does not name is left out, and
-// nothing is when squeue cannot be asked. One squeue for all. Why: squeue's listing by name shows
-// only pending, running and completing jobs, and a job that `scontrol requeue` (or preemption)
-// sends back to the queue passes through REQUEUED, which the listing leaves out: a job missing
-// from the listing is asked for by its id before it counts as ended.
+// nothing is when squeue cannot be asked. One squeue for all. Why: a job wrongly taken for ended
+// is submitted again beside itself, so a job missing from the listing by name (which shows only
+// pending, running and completing jobs) is asked for by its id before it counts as ended. (That
+// the listing misses REQUEUED jobs is not confirmed: docs/hostile-input.md.)
 std::map<std::string, std::string> slurm_job_states(const std::vector<std::string>& job_ids);
 
 // Whether a job in `state` (as squeue names it) may still run: everything but the states a job

@@ -306,10 +306,9 @@ struct SlurmTrialSource::Impl {
   }
 
   // The jobs the listing has missed long enough to count as ended, asked for by their ids (one
-  // squeue for all): one that may still run (REQUEUED on its way back to PENDING, which the listing
-  // leaves out) is still there. Without it, a trial requeued by Slurm on a loaded controller was
-  // taken for ended and submitted again beside itself (sweeps_slurm_study: attempts 2 for the
-  // requeued trial).
+  // squeue for all): one in a state it may still run in is still there, and not submitted again
+  // beside itself. Added for sweeps_slurm_study's requeued trial at attempts 2, which it did not
+  // cure (docs/hostile-input.md).
   void ask_for_missed_jobs() {
     std::vector<std::string> missed;
     for (const auto& [run_id, t] : tracked) {

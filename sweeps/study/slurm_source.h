@@ -32,8 +32,8 @@
 //   result if it ended meanwhile. No trial runs twice.
 // - A job missing from squeue's listing counts as ended only when it has been missing from two
 //   answers over kGonePolls intervals and `squeue -j` (which shows every state) does not name it in
-//   a state it may still run in: the listing leaves out REQUEUED, a job's state on its way back to
-//   the queue after `scontrol requeue` or preemption.
+//   a state it may still run in: a job wrongly taken for ended would be submitted again beside
+//   itself.
 // - Load on the scheduler: one squeue per `poll_interval` for all trials together (adoption
 //   included), and one more in an interval where some job has been missing long enough, for all of
 //   them; one sbatch per submission, one scancel per unanswered stop (docs/sweeps.md has the
