@@ -206,6 +206,20 @@ std::optional<uint32_t> memo_index(std::string_view bytes, const Op& op) {
 
 bool is_put(const Op& op) { return op.code == kBinPut || op.code == kLongBinPut; }
 
+std::string memo_slot_problem(std::string_view bytes, const std::vector<Op>& ops) {
+  for (const Op& op : ops) {
+    if (!is_put(op)) continue;
+    const uint32_t slot = *memo_index(bytes, op);
+    if (slot > ops.size()) {
+      return fmt::format(
+          "a PUT at byte {} names memo slot {} in a program of {} instructions (the reader would "
+          "make room for that many values)",
+          op.begin, slot, ops.size());
+    }
+  }
+  return {};
+}
+
 std::string_view counted_bytes(std::string_view bytes, const Op& op) {
   const Arg arg = argument_kind(op.code).arg;
   const size_t skip = arg == Arg::kCounted1 ? 1 : arg == Arg::kCounted4 ? 4 : 0;

@@ -67,6 +67,12 @@ Program split_program(std::string_view bytes);
 std::optional<uint32_t> memo_index(std::string_view bytes, const Op& op);
 bool is_put(const Op& op);
 
+// LibTorch's unpickler grows its memo table to the largest slot a PUT names (a 314-byte program
+// naming slot 0x72727272 had it allocate 30.7 GB). A program of n instructions can fill at most n
+// slots, so both readers refuse a PUT past that: this describes the first such PUT ("a PUT at
+// byte B names memo slot S in a program of n instructions ..."), or is empty when there is none.
+std::string memo_slot_problem(std::string_view bytes, const std::vector<Op>& ops);
+
 // The argument bytes of an instruction whose argument is a length and the bytes it counts (the
 // strings: BINUNICODE, SHORT_BINSTRING, ...); the whole argument for the others.
 std::string_view counted_bytes(std::string_view bytes, const Op& op);

@@ -171,13 +171,19 @@ class StackSimulator {
   std::vector<Item> stack_;
 };
 
-}  // namespace
-
-std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
-                                            const std::string& source_name) {
-  const std::vector<Op> ops = instructions_of(pickle, source_name);
-  // The depth LibTorch's unpickler would build, bounded before it builds anything
-  // (core/pickle_nesting.h).
+// What LibTorch's unpickler would build too large, bounded before it builds anything: its memo
+// table (core/pickle_program.h) and the depth of its objects (core/pickle_nesting.h).
+void refuse_what_libtorch_would_overbuild(const std::vector<char>& pickle,
+                                          const std::vector<Op>& ops,
+                                          const std::string& source_name) {
+  const std::string far_slot = pickle::memo_slot_problem(view_of(pickle), ops);
+  if (!far_slot.empty()) {
+    throw InputError(fmt::format(
+        "{}: cannot read the state_dict: {}; torch.save numbers its memo slots from 0, so the file "
+        "is damaged or was made to exhaust memory. Save the weights again with "
+        "torch.save(model.state_dict(), path)",
+        source_name, far_slot));
+  }
   std::vector<pickle::PickleStep> steps;
   steps.reserve(ops.size());
   for (const Op& op : ops) steps.push_back({op.code, memo_index(pickle, op), op.begin});
@@ -189,6 +195,14 @@ std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
         "torch.save(model.state_dict(), path) or safetensors.torch.save_file",
         source_name, too_deep));
   }
+}
+
+}  // namespace
+
+std::vector<char> rewrite_state_dict_pickle(const std::vector<char>& pickle,
+                                            const std::string& source_name) {
+  const std::vector<Op> ops = instructions_of(pickle, source_name);
+  refuse_what_libtorch_would_overbuild(pickle, ops, source_name);
   const std::vector<int> marks = StackSimulator(ops, source_name).marks_before();
   std::vector<char> out;
   out.reserve(pickle.size() + pickle.size() / 16);

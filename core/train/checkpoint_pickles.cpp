@@ -159,18 +159,11 @@ class Walk {
     }
   }
 
-  // LibTorch's memo is a table as long as the largest slot a PUT names.
+  // Slots past the program's length were refused before the walk (pickle::memo_slot_problem).
   void put(const Op& op) {
     const uint32_t value = top(op, 1).front();
     const auto slot = pickle::memo_index(bytes_, op);
-    if (!slot) return;
-    if (*slot > ops_.size()) {
-      throw Refusal{fmt::format(
-          "a PUT at byte {} names memo slot {} in a program of {} instructions (the reader would "
-          "make room for that many values)",
-          op.begin, *slot, ops_.size())};
-    }
-    memo_[*slot] = value;
+    if (slot) memo_[*slot] = value;
   }
 
   uint32_t storage(uint32_t id, const Op& op) {
@@ -323,6 +316,8 @@ std::string problem_of(std::string_view bytes, const std::string& name,
                        caffe2::serialize::PyTorchStreamReader& reader) {
   const pickle::Program program = pickle::split_program(bytes);
   if (!program.problem.empty()) return program.problem;
+  std::string memo = pickle::memo_slot_problem(bytes, program.ops);
+  if (!memo.empty()) return memo;
   std::vector<pickle::PickleStep> steps;
   steps.reserve(program.ops.size());
   for (const Op& op : program.ops) {

@@ -142,6 +142,18 @@ TEST(StateDictPickle, NestingBuiltThroughTheMemoIsMeasuredToo) {
             std::string::npos);
 }
 
+// fuzz_state_dict's finding (fuzz/corpus/state_dict/oom-memo-slot-0x72727272.pkl): one
+// LONG_BINPUT naming slot 0x72727272 had LibTorch's unpickler size its memo table at 30.7 GB.
+TEST(StateDictPickle, AMemoSlotPastTheProgramsLengthIsRefusedBeforeLibTorchMakesRoomForIt) {
+  const std::string far = kProto2 + "}r\x72\x72\x72\x72."s;
+  EXPECT_NE(pickle_refusal(far).find("deep.pt: cannot read the state_dict: a PUT at byte 3 names "
+                                     "memo slot 1920103026 in a program of 4 instructions"),
+            std::string::npos)
+      << pickle_refusal(far);
+  // torch.save numbers its slots from 0 up; the last slot a program can fill still passes.
+  EXPECT_EQ(pickle_refusal(kProto2 + "}r\x04\x00\x00\x00."s), "");
+}
+
 TEST(StateDictPickle, ArchivesOfLibTorchPassThrough) {
   c10::Dict<std::string, torch::Tensor> dict;
   dict.insert("w", torch::arange(6, torch::kFloat).view({2, 3}));
