@@ -224,12 +224,17 @@ std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::s
   return out;
 }
 
-std::map<std::string, std::string> slurm_job_states(const std::vector<std::string>& job_ids) {
+std::optional<std::map<std::string, std::string>> slurm_job_states(
+    const std::vector<std::string>& job_ids) {
   std::map<std::string, std::string> out;
   if (job_ids.empty()) return out;
-  const std::string list = comma_list(job_ids);
-  const SlurmAnswer answer = run_slurm_command({"squeue", "-h", "-j", list, "-o", "%i|%T"});
-  if (answer.code != 0) return out;
+  // -t all: without it squeue -j shows only the listing's states. %A, not %i: %i names an
+  // array's task "ID_TASK", and every trial is a one-task array (Slurm 22.05).
+  const SlurmAnswer answer =
+      run_slurm_command({"squeue", "-h", "-t", "all", "-j", comma_list(job_ids), "-o", "%A|%T"});
+  // A controller past MinJobAge has forgotten an ended job: asked for it alone, squeue exits 1.
+  if (answer.code != 0 && answer.err.find("Invalid job id") != std::string::npos) return out;
+  if (answer.code != 0) return std::nullopt;
   std::istringstream lines(answer.out);
   std::string line;
   while (std::getline(lines, line)) {
@@ -240,9 +245,13 @@ std::map<std::string, std::string> slurm_job_states(const std::vector<std::strin
     const std::string state = line.substr(bar + 1);
     const auto digit = [](unsigned char c) { return std::isdigit(c) != 0; };
     const auto word = [](unsigned char c) { return std::isupper(c) != 0 || c == '_'; };
-    if (std::all_of(id.begin(), id.end(), digit) && std::all_of(state.begin(), state.end(), word)) {
-      out[id] = state;
+    if (!std::all_of(id.begin(), id.end(), digit) ||
+        !std::all_of(state.begin(), state.end(), word)) {
+      continue;
     }
+    // An array with tasks in several states: one that may still run speaks for the array.
+    const auto known = out.find(id);
+    if (known == out.end() || !slurm_state_may_run(known->second)) out[id] = state;
   }
   return out;
 }

@@ -62,13 +62,14 @@ struct SlurmQueueEntry {
 // Queued and running jobs named one of `names`; nullopt when squeue cannot be asked.
 std::optional<std::vector<SlurmQueueEntry>> slurm_queue(const std::vector<std::string>& names);
 
-// The states of jobs `job_ids` as `squeue -j` gives them (every state, the finished ones too,
-// until the controller forgets a job), by job id; a job squeue does not name is left out, and
-// nothing is when squeue cannot be asked. One squeue for all. Why: a job wrongly taken for ended
-// is submitted again beside itself, so a job missing from the listing by name (which shows only
-// pending, running and completing jobs) is asked for by its id before it counts as ended. (That
-// the listing misses REQUEUED jobs is not confirmed: docs/hostile-input.md.)
-std::map<std::string, std::string> slurm_job_states(const std::vector<std::string>& job_ids);
+// The states of jobs `job_ids` (array job ids) as `squeue -t all -j` gives them (every state,
+// the finished ones too, until the controller forgets a job), by job id; a job squeue does not
+// name is left out (all of them when Slurm has forgotten them); nullopt when squeue cannot be
+// asked. One squeue for all. Why: a job wrongly taken for ended is submitted again beside itself,
+// so a job missing from the listing by name (which shows only pending, running and completing
+// jobs) is asked for by its id before it counts as ended.
+std::optional<std::map<std::string, std::string>> slurm_job_states(
+    const std::vector<std::string>& job_ids);
 
 // Whether a job in `state` (as squeue names it) may still run: everything but the states a job
 // ends in (COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, BOOT_FAIL, DEADLINE,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -307,21 +309,34 @@ struct SlurmTrialSource::Impl {
 
   // The jobs the listing has missed long enough to count as ended, asked for by their ids (one
   // squeue for all): one in a state it may still run in is still there, and not submitted again
-  // beside itself. Added for sweeps_slurm_study's requeued trial at attempts 2, which it did not
-  // cure (docs/hostile-input.md).
+  // beside itself; when squeue does not answer, nothing is decided now. For sweeps_slurm_study's
+  // requeued trial run twice (docs/hostile-input.md). What squeue said goes into the message of
+  // a job taken for ended.
   void ask_for_missed_jobs() {
+    const auto now = Clock::now();
     std::vector<std::string> missed;
     for (const auto& [run_id, t] : tracked) {
-      if (!t.slurm.id.empty() && t.slurm.gone(Clock::now(), options.poll_interval)) {
+      if (!t.slurm.id.empty() && t.slurm.gone(now, options.poll_interval)) {
         missed.push_back(t.slurm.id);
       }
     }
+    if (missed.empty()) return;
     const auto states = slurm_job_states(missed);
     for (auto& [run_id, t] : tracked) {
-      const auto state = states.find(t.slurm.id);
-      if (state != states.end() && slurm_state_may_run(state->second)) {
-        t.slurm.saw_queue(true, Clock::now());
+      SlurmJob& job = t.slurm;
+      if (std::find(missed.begin(), missed.end(), job.id) == missed.end()) continue;
+      const auto state =
+          states ? states->find(job.id) : std::map<std::string, std::string>::const_iterator{};
+      const bool known = states && state != states->end();
+      if (!states || (known && slurm_state_may_run(state->second))) {
+        job.saw_queue(true, now);
+        continue;
       }
+      job.asked = fmt::format(
+          "the listing by name missed it {} times over {} s, and `squeue -t all -j {}` {}",
+          job.missing,
+          std::chrono::duration_cast<std::chrono::seconds>(now - *job.missing_since).count(),
+          job.id, known ? "says " + state->second : "does not name it");
     }
   }
 

@@ -28,6 +28,7 @@ void SlurmJob::submitted(std::string job_id, std::string output_file,
   ++attempt;
   missing = 0;
   missing_since.reset();
+  asked.clear();
   id = std::move(job_id);
   output = std::move(output_file);
   records_at_submit = records_now;
@@ -143,9 +144,9 @@ std::string why_no_result(const Tracked& t, const std::optional<std::string>& re
         "or could not write its run folder); {}",
         t.slurm.id, output_says(t.slurm.output));
   }
-  return fmt::format("Slurm job {}: {}; {}", t.slurm.id,
-                     recorded_error.value_or("ended without a result"),
-                     output_says(t.slurm.output));
+  return fmt::format("Slurm job {}: {}; {}{}", t.slurm.id,
+                     recorded_error.value_or("ended without a result"), output_says(t.slurm.output),
+                     t.slurm.asked.empty() ? "" : "; " + t.slurm.asked);
 }
 
 std::string exhausted(const Tracked& t, int max_attempts, const std::string& last) {

@@ -61,6 +61,7 @@ struct SlurmJob {
   std::optional<std::filesystem::file_time_type> records_at_submit;  // its snapshot then
   int missing = 0;                                      // squeue answers in a row without it
   std::optional<SlurmClock::time_point> missing_since;  // the first of those answers
+  std::string asked;  // what `squeue -t all -j` last said of it, missing from the listing
 
   // One answer of squeue: in it, or not.
   void saw_queue(bool in_queue, SlurmClock::time_point now);

@@ -45,6 +45,17 @@ fail() {
   for f in "$work"/slurm/runs/$name/slurm/coordinator-*.out; do
     [[ -f "$f" ]] && { echo "== $f"; tail -n 30 "$f"; }
   done
+  # The trials the test acted on: their logs and Slurm output files (the requeued one failed 1 in
+  # 3-5 rounds under load, issue 45).
+  local run f
+  for run in ${cancelled:-} ${requeued:-}; do
+    f="$work/slurm/runs/$name/$run/log.txt"
+    [[ -f "$f" ]] && { echo "== $f"; tail -n 40 "$f"; }
+    for f in "$work"/slurm/runs/$name/slurm/*.out; do
+      [[ "$f" != */coordinator-* ]] && grep -q "$run" "$f" 2>/dev/null &&
+        { echo "== $f"; tail -n 15 "$f"; }
+    done
+  done
   exit 1
 }
 
