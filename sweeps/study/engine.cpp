@@ -73,6 +73,13 @@ void StudyEngine::State::load() {
     cells[c].open = true;
     cells[c].row = it->second;
     cells[c].complete = it->second.status != cell_status::kSearching;
+    // A spec that added an axis at the value the cell ran with keeps its id (the id hashes the
+    // resolved config): its stored coordinates follow the spec, or the report would split the
+    // line between the cells recorded before the axis and those opened after.
+    if (cells[c].row.cell_toml != plan.cells[c].cell_toml) {
+      cells[c].row.cell_toml = plan.cells[c].cell_toml;
+      store.write_study_cells({cells[c].row});
+    }
   }
   for (auto& row : store.read_study_trials(sweep_id)) {
     auto it = cell_index.find(row.cell_id);

@@ -254,6 +254,31 @@ TEST(StudyEngine, ANewEngineOverTheSameDatabaseRunsNothingAgain) {
   for (const auto& [id, n] : first.starts) EXPECT_EQ(n, 1) << id;
 }
 
+// A spec that adds an axis at the value the recorded cells ran with keeps their ids (the resolved
+// config is the same), so a resumed study finds them (issue 43: the text study's always_adapt
+// axis). Their stored coordinates must then name the axis as the cells opened after do, or the
+// report splits one line into two series (the old LARS cells at 16-32 apart from the new at 64).
+TEST(StudyEngine, ACellKeptByASpecThatAddedAnAxisTakesTheSpecsCoordinates) {
+  Harness h("\"batch.global\" = [64]\n\"optim.base_batch\" = [256]",
+            "max_steps = 1000\nwarmup = 0.9");
+  auto metric = [](double lr, int64_t, int64_t step) {
+    return sqrt_curve(lr == 0.5 ? 100.0 : 300.0, step);
+  };
+  auto first = h.source(1, metric);
+  h.run(first);
+  // As recorded before the spec had the axis.
+  auto cell = h.store.read_study_cells("st").at(0);
+  const std::string with_axis = cell.cell_toml;
+  const std::string line = "\"optim.base_batch\" = 256\n";
+  ASSERT_NE(with_axis.find(line), std::string::npos) << with_axis;
+  cell.cell_toml.erase(cell.cell_toml.find(line), line.size());
+  h.store.write_study_cells({cell});
+
+  auto resumed = h.source(1, metric);
+  EXPECT_EQ(h.run(resumed).started, 0u);
+  EXPECT_EQ(h.store.read_study_cells("st").at(0).cell_toml, with_axis);
+}
+
 TEST(StudyEngine, ATrialDecidedButNotFinishedRunsAgainOnResume) {
   Harness h("\"batch.global\" = [64]", "max_steps = 1000\nwarmup = 0.9");
   auto metric = [](double lr, int64_t, int64_t step) {
