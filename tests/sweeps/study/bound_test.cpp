@@ -112,6 +112,19 @@ TEST(StudyBound, TheReferenceCapIsFactorTimesTheFitAndNeedsThreeBatches) {
   EXPECT_FALSE(reference_cap(points, 512, 4.0)) << "two batches are not a fit";
 }
 
+// A batch inside the reference's range: S(B) = 100 + 51200 / B gives 500 steps at 128, and only
+// the smaller batches bound it from below by perfect scaling (S(b) b / B); from a larger batch
+// that lies above S(B) (512: 200 x 4 = 800). The text study's bounded LARS at 64 got 4 x 1,126
+// steps (LAMB's 141 at 512, times 8) where LAMB's fit gives 4 x 284.
+TEST(StudyBound, ABatchInsideTheReferencesRangeIsCappedByTheFitNotByLargerBatches) {
+  const std::vector<ReachedPoint> points = {{64, 900}, {128, 500}, {256, 300}, {512, 200}};
+  EXPECT_EQ(reference_cap(points, 128, 4.0), 2000);
+  EXPECT_EQ(cap_from_fit(points, 128, 10000), 1500);
+  // Above the range the fit still decides (S(1024) = 150), and below it too (S(32) = 1700).
+  EXPECT_EQ(reference_cap(points, 1024, 4.0), 600);
+  EXPECT_EQ(reference_cap(points, 32, 1.0), 1700);
+}
+
 TEST(StudyBound, TheOtherLinesCellsAreCappedByTheReferenceOnceItHasAFit) {
   BoundHarness h("[study.bound]\nreference = \"optim.momentum=0.9\"\nfactor = 2");
   h.run();
