@@ -17,8 +17,10 @@ mkdir -p "$out" docs/figures
 
 "$bin" report --db "$db" --format markdown > "$out/report.md"
 
-lars3="lars optim.trust_coefficient=0.001"
-lars2="lars optim.trust_coefficient=0.01"
+# The LARS lines as the report names them since the always_adapt axis (issue 43 item 5).
+lars3="lars optim.always_adapt=false, optim.trust_coefficient=0.001"
+lars2="lars optim.always_adapt=false, optim.trust_coefficient=0.01"
+larsa="lars optim.always_adapt=true, optim.trust_coefficient=0.001"
 # A B file: the pairs docs/reproductions.md quotes.
 pairs=(
   "lamb|adamw|compare_lamb_adamw.md"
@@ -29,6 +31,8 @@ pairs=(
   "$lars3|nesterov|compare_lars0.001_nesterov.md"
   "$lars2|nesterov|compare_lars0.01_nesterov.md"
   "$lars2|$lars3|compare_lars0.01_lars0.001.md"
+  "$larsa|lamb|compare_lars_always_adapt_lamb.md"
+  "$larsa|$lars3|compare_lars_always_adapt_lars0.001.md"
 )
 for pair in "${pairs[@]}"; do
   IFS='|' read -r a b file <<<"$pair"
